@@ -52,6 +52,7 @@ class Counters:
     write_bytes_by_tensor: dict = field(default_factory=lambda: defaultdict(int))
     flops: int = 0
     sram_peak_bytes: int = 0
+    reuse_bytes: int = 0  # re-reads of a tile an ideal GEMM keeps on chip (load(..., count_once=True)): not HBM
 
     @property
     def hbm_bytes(self) -> int:
@@ -69,7 +70,8 @@ class Counters:
     def __add__(self, other: "Counters") -> "Counters":
         out = Counters(self.hbm_read_bytes + other.hbm_read_bytes, self.hbm_write_bytes + other.hbm_write_bytes,
                        flops=self.flops + other.flops,
-                       sram_peak_bytes=max(self.sram_peak_bytes, other.sram_peak_bytes))
+                       sram_peak_bytes=max(self.sram_peak_bytes, other.sram_peak_bytes),
+                       reuse_bytes=self.reuse_bytes + other.reuse_bytes)
         for src in (self, other):
             for k, v in src.read_bytes_by_tensor.items():
                 out.read_bytes_by_tensor[k] += v
@@ -81,7 +83,7 @@ class Counters:
         """Counters of `times` independent copies (heads) run one after another: bytes and FLOPs scale, peak SRAM
         does not."""
         out = Counters(self.hbm_read_bytes * times, self.hbm_write_bytes * times, flops=self.flops * times,
-                       sram_peak_bytes=self.sram_peak_bytes)
+                       sram_peak_bytes=self.sram_peak_bytes, reuse_bytes=self.reuse_bytes * times)
         out.read_bytes_by_tensor.update({k: v * times for k, v in self.read_bytes_by_tensor.items()})
         out.write_bytes_by_tensor.update({k: v * times for k, v in self.write_bytes_by_tensor.items()})
         return out
@@ -102,6 +104,7 @@ class Counters:
             "write_bytes_by_tensor": {k: int(v) for k, v in sorted(self.write_bytes_by_tensor.items()) if v},
             "flops": int(self.flops),
             "sram_peak_bytes": int(self.sram_peak_bytes),
+            "reuse_bytes": int(self.reuse_bytes),
         }
 
 
@@ -190,6 +193,7 @@ class Memory:
         self._hbm: dict[str, np.ndarray] = {}
         self._hbm_dtype: dict[str, str] = {}
         self._sram: dict[str, int] = {}  # name in SRAM -> bytes
+        self._seen_tiles: set = set()  # (tensor, tile) already loaded once, for count_once loads
         self._n_events = 0
 
     # --- HBM -------------------------------------------------------------------------------------------------
@@ -214,17 +218,27 @@ class Memory:
 
     # --- moves -----------------------------------------------------------------------------------------------
     def load(self, name: str, rows=slice(None), cols=slice(None), *, tile: tuple = (), as_name: str | None = None,
-             note: str = "", stats: dict | None = None) -> np.ndarray:
+             note: str = "", stats: dict | None = None, count_once: bool = False) -> np.ndarray:
         """Copy hbm[name][rows, cols] into SRAM (counted as an HBM read) and return it as fp32.
 
         The SRAM copy is named `as_name` (default: "<name><tile>") and stays until :meth:`free`.
+        count_once=True models an ideal GEMM library call (Algorithm 0's matmuls): the first load of a given
+        (tensor, tile) is an HBM read, later loads of the same tile are counted in ``reuse_bytes`` instead.
+        Call :meth:`forget_reuse` between ops.
         """
         src = self._hbm[name]
         block = src[rows] if src.ndim == 1 else src[rows, cols]
         nbytes = block.size * dtype_bytes(self._hbm_dtype[name])
         self._alloc(as_name or f"{name}{tile}", nbytes)
-        self.counters.add_read(name, nbytes)
-        self._emit("load", name, tile, nbytes, note=note, stats=stats)
+        key = (name, tuple(tile))
+        if count_once and key in self._seen_tiles:
+            self.counters.reuse_bytes += nbytes
+            self._emit("load", name, tile, 0, note=(note + " (reused on chip)").strip(), stats=stats)
+        else:
+            if count_once:
+                self._seen_tiles.add(key)
+            self.counters.add_read(name, nbytes)
+            self._emit("load", name, tile, nbytes, note=note, stats=stats)
         return block.astype(np.float32, copy=True)
 
     def store(self, name: str, value: np.ndarray, rows=slice(None), cols=slice(None), *, tile: tuple = (),
@@ -261,6 +275,10 @@ class Memory:
 
     def free_all(self) -> None:
         self.free(*list(self._sram))
+
+    def forget_reuse(self) -> None:
+        """End of a GEMM op: tiles loaded with count_once=True are no longer considered on chip."""
+        self._seen_tiles.clear()
 
     @property
     def sram_in_use_bytes(self) -> int:

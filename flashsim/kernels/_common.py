@@ -1,0 +1,143 @@
+"""Shared checks for the kernels: clear errors on bad input, the interpreter self-check, default blocks."""
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from ..errors import FlashsimError
+
+MAX_HEAD_DIM = 256
+_INTERP_DTYPES = (torch.float32, torch.float16)
+_GPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_SELF_CHECKED = False
+
+
+def interpreting() -> bool:
+    from . import INTERPRETER
+    return INTERPRETER
+
+
+def next_pow2(x: int) -> int:
+    return 1 << max(0, int(x) - 1).bit_length()
+
+
+def head_block(d: int) -> int:
+    """The padded head dim a tile uses: next power of two, at least 16 (tl.dot needs K >= 16)."""
+    return max(16, next_pow2(d))
+
+
+def default_blocks(kernel: str, d: int = 64) -> tuple[int, int]:
+    """(BLOCK_M, BLOCK_N) a kernel uses when none are given: small in the interpreter, GPU-sized otherwise."""
+    if interpreting():
+        return 32, 32
+    if kernel in ("flash_bwd", "flash_backward"):
+        return (64, 64) if d <= 128 else (32, 32)
+    if kernel in ("flash_fwd", "flash_forward"):
+        return (128, 64) if d <= 128 else (64, 32)
+    return 64, 64
+
+
+def check_block(name: str, value: int) -> int:
+    value = int(value)
+    if value < 16 or value & (value - 1):
+        raise FlashsimError(f"{name}={value} must be a power of two >= 16 (Triton tiles and tl.dot need that)")
+    if value > 256:
+        raise FlashsimError(f"{name}={value} is too large: use at most 256")
+    return value
+
+
+def check_tensors(names: tuple[str, ...], *tensors: torch.Tensor, ndim: int | None = None) -> None:
+    """Device, dtype and mode checks shared by every kernel wrapper."""
+    for name, t in zip(names, tensors):
+        if not isinstance(t, torch.Tensor):
+            raise FlashsimError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if ndim is not None and t.dim() != ndim:
+            raise FlashsimError(f"{name} must have {ndim} dims, got shape {tuple(t.shape)}")
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) > 1:
+        listing = ", ".join(f"{n}={t.dtype}" for n, t in zip(names, tensors))
+        raise FlashsimError(f"dtypes differ ({listing}): cast them to one dtype, e.g. .to(torch.float16)")
+    dtype = tensors[0].dtype
+    devices = {t.device for t in tensors}
+    if len(devices) > 1:
+        raise FlashsimError(f"tensors are on different devices {sorted(map(str, devices))}: move them to one")
+    dev = tensors[0].device
+    if interpreting():
+        if dtype == torch.bfloat16:
+            raise FlashsimError("bf16 is not supported in the Triton interpreter (numpy has no bfloat16, so results "
+                                "would be silently wrong): use torch.float16 or torch.float32, or run on a CUDA GPU")
+        if dtype not in _INTERP_DTYPES:
+            raise FlashsimError(f"dtype {dtype} not supported in the interpreter: use torch.float16 or torch.float32")
+        if dev.type != "cpu":
+            raise FlashsimError(f"interpreter mode takes CPU tensors, got {dev}: call .cpu(), or unset TRITON_INTERPRET")
+        interpreter_self_check()
+    else:
+        if dev.type != "cuda":
+            raise FlashsimError(f"tensors are on {dev}, but the kernels are compiled for the GPU: move them with "
+                                ".cuda(), or run in the interpreter (set TRITON_INTERPRET=1 before importing "
+                                "flashsim.kernels)")
+        if dtype not in _GPU_DTYPES:
+            raise FlashsimError(f"dtype {dtype} not supported: use torch.float16, torch.bfloat16 or torch.float32")
+
+
+def check_qkv(q, k, v) -> tuple[int, int, int, int]:
+    """Validate attention inputs of shape (B, H, N, d); return (B, H, N, d)."""
+    check_tensors(("q", "k", "v"), q, k, v, ndim=4)
+    if q.shape != k.shape or q.shape != v.shape:
+        raise FlashsimError(f"q, k, v shapes differ: {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}: this "
+                            "course's kernels take equal (B, H, N, d) shapes (self-attention, same N for Q and K/V)")
+    B, H, N, d = q.shape
+    if d > MAX_HEAD_DIM:
+        raise FlashsimError(f"head dim d={d} > {MAX_HEAD_DIM}: the tiles would not fit in SRAM; split the heads "
+                            f"(d <= {MAX_HEAD_DIM})")
+    if min(B, H, N, d) < 1:
+        raise FlashsimError(f"empty input of shape {tuple(q.shape)}: every dim of (B, H, N, d) must be >= 1")
+    return B, H, N, d
+
+
+def scale_of(sm_scale, d: int) -> float:
+    if sm_scale is None:
+        return d ** -0.5
+    sm_scale = float(sm_scale)
+    if not sm_scale > 0:
+        raise FlashsimError(f"sm_scale={sm_scale} must be > 0 (default 1/sqrt(d))")
+    return sm_scale
+
+
+def poison_like(t: torch.Tensor, shape=None, dtype=None) -> torch.Tensor:
+    """An output buffer filled with NaN: any element a kernel fails to write stays visible."""
+    return torch.full(shape if shape is not None else t.shape, float("nan"), dtype=dtype or t.dtype, device=t.device)
+
+
+@triton.jit
+def _self_check_kernel(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N, other=0.0)
+    tl.store(Y + offs, x * 2.0 + 1.0, mask=offs < N)
+
+
+def interpreter_self_check(force: bool = False) -> None:
+    """Run a tiny kernel once in the interpreter and compare: mismatched numpy/triton builds give silent zeros."""
+    global _SELF_CHECKED
+    if _SELF_CHECKED and not force:
+        return
+    x = torch.arange(1, 11, dtype=torch.float32)
+    y = torch.zeros(10, dtype=torch.float32)
+    try:
+        _self_check_kernel[(1,)](x, y, 10, BLOCK=16)
+    except Exception as exc:  # pragma: no cover - depends on the installation
+        raise FlashsimError(f"the Triton interpreter failed a 10-element self-check ({exc!r}): install the pinned "
+                            "versions (pip install -e . ; triton and numpy must match)") from exc
+    if not torch.equal(y, x * 2 + 1):
+        import numpy
+        raise FlashsimError(f"the Triton interpreter returned wrong numbers on a 10-element self-check "
+                            f"(got {y.tolist()[:4]}...): numpy {numpy.__version__} and triton {triton.__version__} "
+                            "do not work together; install the pinned versions (pip install -e .)")
+    _SELF_CHECKED = True
+
+
+def env_interpret() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
