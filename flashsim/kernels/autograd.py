@@ -1,0 +1,34 @@
+"""``attention``: FlashAttention as a torch.autograd.Function (chapters 05 and 07).
+
+Forward runs :func:`flash_forward` and saves Q, K, V, O and the logsumexp (not P); backward runs
+:func:`flash_backward`, which recomputes P tile by tile.
+"""
+from __future__ import annotations
+
+import torch
+
+from .flash_bwd import flash_backward
+from .flash_fwd import flash_forward
+
+
+class FlashAttention(torch.autograd.Function):
+    """autograd over the Triton FlashAttention forward and backward kernels."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal=False, sm_scale=None, block_m=None, block_n=None):
+        o, lse = flash_forward(q, k, v, causal=causal, sm_scale=sm_scale, block_m=block_m, block_n=block_n)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal, ctx.sm_scale = causal, sm_scale
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = flash_backward(q, k, v, o, lse, do, causal=ctx.causal, sm_scale=ctx.sm_scale)
+        return dq, dk, dv, None, None, None, None
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale=None,
+              block_m: int | None = None, block_n: int | None = None) -> torch.Tensor:
+    """softmax(Q Kᵀ · sm_scale) V with autograd, on the FlashAttention Triton kernels. q, k, v: (B, H, N, d)."""
+    return FlashAttention.apply(q, k, v, causal, sm_scale, block_m, block_n)

@@ -1,0 +1,194 @@
+"""FlashAttention-2 backward in Triton, by recomputation (chapter 07).
+
+The forward pass saved only O and the logsumexp L (N floats per head), not the N×N matrix P. The backward pass
+recomputes each P tile from Q, K and L, in three launches:
+
+1. ``_bwd_preprocess``: delta_i = sum_j dO_ij * O_ij (one float per row). Reads O and dO once, writes delta.
+2. ``_bwd_dkdv``: one program per K/V row block. It loads its K and V tiles once, then streams every Q row block
+   past them (causal: only those at or below the diagonal), recomputing P tileᵀ = exp(K Qᵀ·scale − L) and
+   accumulating dV += Pᵀ dO and dK += dSᵀ Q · scale, with dS = P ∘ (dO Vᵀ − delta). Writes dK and dV once.
+3. ``_bwd_dq``: one program per Q row block. It loads Q, dO, L, delta once, streams K/V tiles (causal: up to the
+   diagonal) and accumulates dQ += dS K · scale. Writes dQ once.
+
+No atomics: dQ is recomputed in its own pass, so K/V and Q/dO each stream once per row block of the other.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ..errors import FlashsimError
+from ._common import check_block, check_qkv, check_tensors, default_blocks, head_block, poison_like, scale_of
+
+
+@triton.jit
+def _bwd_preprocess(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od,
+                    stride_db, stride_dh, stride_dn, stride_dd, H, N, D,
+                    BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    mask = (offs_m < N)[:, None] & (offs_d < D)[None, :]
+    # reads O once: N*d elements per head
+    o = tl.load(O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+                mask=mask, other=0.0).to(tl.float32)                  # (BLOCK_M, BLOCK_D)
+    # reads dO once: N*d elements per head
+    do = tl.load(DO + b * stride_db + h * stride_dh + offs_m[:, None] * stride_dn + offs_d[None, :] * stride_dd,
+                 mask=mask, other=0.0).to(tl.float32)                 # (BLOCK_M, BLOCK_D)
+    delta = tl.sum(o * do, 1)                                         # (BLOCK_M,)
+    # writes delta once: N fp32 elements per head
+    tl.store(DELTA + pid_bh * N + offs_m, delta, mask=offs_m < N)
+
+
+@triton.jit
+def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale,
+              stride_b, stride_h, stride_n, stride_d,
+              H, N, D,
+              CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    # Q, K, V, dO, dK, dV share one (B, H, N, d) layout: the wrapper makes them contiguous.
+    pid_n = tl.program_id(0)                      # which K/V row block
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    base = b * stride_b + h * stride_h
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    n_valid = offs_n < N
+    d_valid = offs_d < D
+    kv_mask = n_valid[:, None] & d_valid[None, :]
+    kv_off = base + offs_n[:, None] * stride_n + offs_d[None, :] * stride_d
+    # reads K once: N*d elements per head
+    k = tl.load(K + kv_off, mask=kv_mask, other=0.0)                  # (BLOCK_N, BLOCK_D)
+    # reads V once: N*d elements per head
+    v = tl.load(V + kv_off, mask=kv_mask, other=0.0)                  # (BLOCK_N, BLOCK_D)
+    dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
+
+    if CAUSAL:
+        lo = (pid_n * BLOCK_N // BLOCK_M) * BLOCK_M   # Q row blocks wholly above the diagonal are skipped
+    else:
+        lo = 0
+    for start_m in range(lo, N, BLOCK_M):
+        rows = start_m + offs_m
+        m_valid = rows < N
+        q_mask = m_valid[:, None] & d_valid[None, :]
+        q_off = base + rows[:, None] * stride_n + offs_d[None, :] * stride_d
+        # reads Q once per K/V row block: N*d elements per row block (causal: from the diagonal down)
+        q = tl.load(Q + q_off, mask=q_mask, other=0.0)                 # (BLOCK_M, BLOCK_D)
+        # reads L once per K/V row block: N fp32 per row block
+        lse = tl.load(LSE + pid_bh * N + rows, mask=m_valid, other=0.0)   # (BLOCK_M,)
+        qkT = tl.dot(k, tl.trans(q)) * sm_scale                          # (BLOCK_N, BLOCK_M) = S tileᵀ
+        pT = tl.exp(qkT - lse[None, :])                                   # recomputed P tileᵀ
+        keep = m_valid[None, :]
+        if CAUSAL:
+            keep = keep & (rows[None, :] >= offs_n[:, None])
+        pT = tl.where(keep, pT, 0.0)
+        # reads dO once per K/V row block: N*d elements per row block
+        do = tl.load(DO + q_off, mask=q_mask, other=0.0)                 # (BLOCK_M, BLOCK_D)
+        dv += tl.dot(pT.to(do.dtype), do)
+        # reads delta once per K/V row block: N fp32 per row block
+        delta = tl.load(DELTA + pid_bh * N + rows, mask=m_valid, other=0.0)  # (BLOCK_M,)
+        dpT = tl.dot(v, tl.trans(do))                                     # (BLOCK_N, BLOCK_M) = dP tileᵀ
+        dsT = pT * (dpT - delta[None, :])
+        dk += tl.dot(dsT.to(q.dtype), q)
+    dk = dk * sm_scale
+    # writes dK once: N*d elements per head
+    tl.store(DK + kv_off, dk.to(DK.dtype.element_ty), mask=kv_mask)
+    # writes dV once: N*d elements per head
+    tl.store(DV + kv_off, dv.to(DV.dtype.element_ty), mask=kv_mask)
+
+
+@triton.jit
+def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale,
+            stride_b, stride_h, stride_n, stride_d,
+            H, N, D,
+            CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid_m = tl.program_id(0)                      # which Q row block
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    base = b * stride_b + h * stride_h
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    m_valid = offs_m < N
+    d_valid = offs_d < D
+    q_mask = m_valid[:, None] & d_valid[None, :]
+    q_off = base + offs_m[:, None] * stride_n + offs_d[None, :] * stride_d
+    # reads Q once: N*d elements per head
+    q = tl.load(Q + q_off, mask=q_mask, other=0.0)                    # (BLOCK_M, BLOCK_D)
+    # reads dO once: N*d elements per head
+    do = tl.load(DO + q_off, mask=q_mask, other=0.0)                  # (BLOCK_M, BLOCK_D)
+    # reads L once: N fp32 per head
+    lse = tl.load(LSE + pid_bh * N + offs_m, mask=m_valid, other=0.0)     # (BLOCK_M,)
+    # reads delta once: N fp32 per head
+    delta = tl.load(DELTA + pid_bh * N + offs_m, mask=m_valid, other=0.0)  # (BLOCK_M,)
+    dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+
+    if CAUSAL:
+        hi = tl.minimum((pid_m + 1) * BLOCK_M, N)    # K/V tiles past the diagonal are skipped
+    else:
+        hi = N
+    for start_n in range(0, hi, BLOCK_N):
+        cols = start_n + offs_n
+        n_valid = cols < N
+        kv_mask = n_valid[:, None] & d_valid[None, :]
+        kv_off = base + cols[:, None] * stride_n + offs_d[None, :] * stride_d
+        # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
+        k = tl.load(K + kv_off, mask=kv_mask, other=0.0)              # (BLOCK_N, BLOCK_D)
+        # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
+        v = tl.load(V + kv_off, mask=kv_mask, other=0.0)              # (BLOCK_N, BLOCK_D)
+        qk = tl.dot(q, tl.trans(k)) * sm_scale                        # (BLOCK_M, BLOCK_N)
+        p = tl.exp(qk - lse[:, None])
+        keep = n_valid[None, :] & m_valid[:, None]
+        if CAUSAL:
+            keep = keep & (offs_m[:, None] >= cols[None, :])
+        p = tl.where(keep, p, 0.0)
+        dp = tl.dot(do, tl.trans(v))                                  # (BLOCK_M, BLOCK_N)
+        ds = p * (dp - delta[:, None])
+        dq += tl.dot(ds.to(k.dtype), k)
+    dq = dq * sm_scale
+    # writes dQ once: N*d elements per head
+    tl.store(DQ + q_off, dq.to(DQ.dtype.element_ty), mask=q_mask)
+
+
+def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, block_m: int | None = None,
+                   block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None):
+    """Gradients (dq, dk, dv) of FlashAttention by recomputation (chapter 07); three launches.
+
+    q, k, v, o, do: (B, H, N, d); lse: (B, H, N) fp32 from :func:`flash_forward`.
+    """
+    B, H, N, d = check_qkv(q, k, v)
+    check_tensors(("q", "o", "do"), q, o, do, ndim=4)
+    if o.shape != q.shape or do.shape != q.shape:
+        raise FlashsimError(f"o {tuple(o.shape)} and do {tuple(do.shape)} must have q's shape {tuple(q.shape)}")
+    if not isinstance(lse, torch.Tensor) or tuple(lse.shape) != (B, H, N) or lse.dtype != torch.float32:
+        raise FlashsimError(f"lse must be the fp32 (B, H, N) = {(B, H, N)} logsumexp flash_forward returned")
+    dm, dn = default_blocks("flash_bwd", d)
+    block_m = check_block("block_m", block_m or dm)
+    block_n = check_block("block_n", block_n or dn)
+    scale = scale_of(sm_scale, d)
+    block_d = head_block(d)
+    q, k, v, o, do = (t.contiguous() for t in (q, k, v, o, do))     # one (B, H, N, d) layout for all
+    lse = lse.contiguous()
+    extra = {}
+    if num_warps is not None or block_d >= 128:
+        extra["num_warps"] = num_warps or 8
+    if num_stages is not None:
+        extra["num_stages"] = num_stages
+    delta = poison_like(q, (B, H, N), torch.float32)                 # (B, H, N)
+    _bwd_preprocess[(triton.cdiv(N, block_m), B * H)](o, do, delta, *o.stride(), *do.stride(), H, N, d,
+                                                      BLOCK_M=block_m, BLOCK_D=block_d)
+    dq, dk, dv = poison_like(q), poison_like(k), poison_like(v)      # (B, H, N, d) each, NaN until written
+    _bwd_dkdv[(triton.cdiv(N, block_n), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *q.stride(), H, N, d,
+                                                CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n,
+                                                BLOCK_D=block_d, **extra)
+    _bwd_dq[(triton.cdiv(N, block_m), B * H)](q, k, v, do, dq, lse, delta, scale, *q.stride(), H, N, d,
+                                              CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n,
+                                              BLOCK_D=block_d, **extra)
+    return dq, dk, dv

@@ -1,0 +1,115 @@
+"""FlashAttention-2 forward in Triton (chapter 05; the causal variant is chapter 08).
+
+Loop order (FA2): one program per (Q row block, batch*head). It loads its Q tile once, then streams every K/V
+tile past it, keeping a running max ``m``, running sum ``l`` and an fp32 output accumulator in SRAM/registers.
+S and P never touch global memory. It stores O and the logsumexp (for the backward pass).
+
+Traffic per (batch, head), with T_m = ceil(N / BLOCK_M) Q row blocks (the kernel view in
+:mod:`flashsim.kernel_io` adds these up exactly):
+    Q: N*d elements read once; K, V: N*d elements read once per Q row block (non-causal);
+    causal: Q row block i reads K/V rows [0, min((i+1)*BLOCK_M, N)) rounded up to whole BLOCK_N tiles
+    (fully masked tiles are skipped); O: N*d written once; LSE: N fp32 written once.
+Head dims that are not powers of two (80, 96) are padded to the next power of two and masked, so padded columns
+are never loaded or stored. Ragged N is masked the same way.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ._common import check_block, check_qkv, default_blocks, head_block, poison_like, scale_of
+
+
+@triton.jit
+def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale,
+                      stride_qb, stride_qh, stride_qn, stride_qd,
+                      stride_kb, stride_kh, stride_kn, stride_kd,
+                      stride_vb, stride_vh, stride_vn, stride_vd,
+                      stride_ob, stride_oh, stride_on, stride_od,
+                      H, N, D,
+                      CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid_m = tl.program_id(0)                      # which Q row block
+    pid_bh = tl.program_id(1)                     # which (batch, head)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)   # (BLOCK_M,) query rows
+    offs_n = tl.arange(0, BLOCK_N)                      # (BLOCK_N,) key rows within a tile
+    offs_d = tl.arange(0, BLOCK_D)                      # (BLOCK_D,) head dim, padded to a power of two
+    m_valid = offs_m < N
+    d_valid = offs_d < D
+
+    q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd
+    # reads Q once: N*d elements per head, over all row blocks
+    q = tl.load(q_ptrs, mask=m_valid[:, None] & d_valid[None, :], other=0.0)   # (BLOCK_M, BLOCK_D)
+
+    k_base = K + b * stride_kb + h * stride_kh
+    v_base = V + b * stride_vb + h * stride_vh
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)   # running max (log2 units)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)                 # running sum of exp
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)        # running (unnormalised) output
+    qk_scale = sm_scale * 1.4426950408889634                    # fold log2(e) in: exp2 is cheaper than exp
+
+    if CAUSAL:
+        hi = tl.minimum((pid_m + 1) * BLOCK_M, N)    # K/V tiles past the diagonal are fully masked: skipped
+    else:
+        hi = N
+    for start_n in range(0, hi, BLOCK_N):
+        cols = start_n + offs_n
+        n_valid = cols < N
+        kv_mask = n_valid[:, None] & d_valid[None, :]
+        k_ptrs = k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd
+        # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
+        k = tl.load(k_ptrs, mask=kv_mask, other=0.0)                 # (BLOCK_N, BLOCK_D)
+        qk = tl.dot(q, tl.trans(k)) * qk_scale                       # (BLOCK_M, BLOCK_N) scores, in SRAM only
+        keep = n_valid[None, :]                                      # key rows past N score -inf
+        if CAUSAL:
+            keep = keep & (offs_m[:, None] >= cols[None, :])         # keys after the query score -inf
+        qk = tl.where(keep, qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_new[:, None])                        # (BLOCK_M, BLOCK_N)
+        alpha = tl.math.exp2(m_i - m_new)                            # rescales what was summed so far
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v_ptrs = v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd
+        # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
+        v = tl.load(v_ptrs, mask=kv_mask, other=0.0)                 # (BLOCK_N, BLOCK_D)
+        acc += tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+
+    acc = acc / l_i[:, None]
+    o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od
+    # writes O once: N*d elements per head
+    tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=m_valid[:, None] & d_valid[None, :])
+    lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453             # natural-log logsumexp, fp32
+    # writes LSE once: N fp32 elements per head
+    tl.store(LSE + pid_bh * N + offs_m, lse, mask=m_valid)
+
+
+def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale=None,
+                  block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
+                  num_stages: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """O = softmax(Q Kᵀ · sm_scale) V, FlashAttention-2 style (chapter 05; causal: chapter 08).
+
+    q, k, v: (B, H, N, d). Returns (o, lse): o (B, H, N, d) in q's dtype, lse (B, H, N) fp32 natural-log
+    logsumexp of each score row (what the backward pass needs).
+    """
+    B, H, N, d = check_qkv(q, k, v)
+    dm, dn = default_blocks("flash_fwd", d)
+    block_m = check_block("block_m", block_m or dm)
+    block_n = check_block("block_n", block_n or dn)
+    scale = scale_of(sm_scale, d)
+    block_d = head_block(d)
+    o = poison_like(q)                                        # (B, H, N, d), NaN until written
+    lse = poison_like(q, (B, H, N), torch.float32)            # (B, H, N)
+    grid = (triton.cdiv(N, block_m), B * H)
+    extra = {}
+    if num_warps is not None or block_d >= 128:
+        extra["num_warps"] = num_warps or (8 if block_d >= 128 and block_m >= 128 else 4)
+    if num_stages is not None:
+        extra["num_stages"] = num_stages
+    _flash_fwd_kernel[grid](q, k, v, o, lse, scale,
+                            *q.stride(), *k.stride(), *v.stride(), *o.stride(),
+                            H, N, d, CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d,
+                            **extra)
+    return o, lse

@@ -1,0 +1,138 @@
+"""Standard (naive) attention in three Triton launches (chapter 02).
+
+1. ``_scores_kernel``: S = Q Kᵀ · scale, one program per (BLOCK_M × BLOCK_N) tile of S. S is written to global
+   memory (fp32, N×N per head).
+2. ``_softmax_kernel``: P = softmax(S) row by row. Reads S back, writes P (fp32, N×N per head).
+3. ``_pv_kernel``: O = P V, one program per Q row block, streaming P tiles and V tiles.
+
+This is the algorithm FlashAttention improves on: the N×N matrices S and P each make a round trip through HBM.
+Causal: tiles of S wholly above the diagonal are neither computed nor stored; inside diagonal tiles, and in the
+softmax and P V launches, only elements with key index <= query index are loaded or stored (element masks), so
+the upper triangle of S and P is never touched.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ._common import check_block, check_qkv, default_blocks, head_block, next_pow2, poison_like, scale_of
+
+
+@triton.jit
+def _scores_kernel(Q, K, S, sm_scale, stride_qb, stride_qh, stride_qn, stride_qd,
+                   stride_kb, stride_kh, stride_kn, stride_kd, H, N, D,
+                   CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_bh = tl.program_id(2)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    if CAUSAL:
+        if pid_n * BLOCK_N > pid_m * BLOCK_M + BLOCK_M - 1:
+            return                                      # tile wholly above the diagonal: no loads, no stores
+    d_valid = offs_d < D
+    # reads Q once per column block of S: N*d elements per column block
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=(offs_m < N)[:, None] & d_valid[None, :], other=0.0)     # (BLOCK_M, BLOCK_D)
+    # reads K once per row block of S: N*d elements per row block
+    k = tl.load(K + b * stride_kb + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                mask=(offs_n < N)[:, None] & d_valid[None, :], other=0.0)     # (BLOCK_N, BLOCK_D)
+    s = tl.dot(q, tl.trans(k)) * sm_scale                                       # (BLOCK_M, BLOCK_N)
+    mask = (offs_m < N)[:, None] & (offs_n < N)[None, :]
+    if CAUSAL:
+        mask = mask & (offs_m[:, None] >= offs_n[None, :])
+    # writes S: N*N fp32 elements per head (causal: the lower triangle, N*(N+1)/2)
+    tl.store(S + pid_bh * N * N + offs_m[:, None] * N + offs_n[None, :], s, mask=mask)
+
+
+@triton.jit
+def _softmax_kernel(S, P, N, CAUSAL: tl.constexpr, ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
+    pid_r = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    rows = pid_r * ROWS + tl.arange(0, ROWS)           # (ROWS,)
+    cols = tl.arange(0, BLOCK_COLS)                    # (BLOCK_COLS,) a whole row, padded to a power of two
+    mask = (rows < N)[:, None] & (cols < N)[None, :]
+    if CAUSAL:
+        mask = mask & (rows[:, None] >= cols[None, :])
+    offs = pid_bh * N * N + rows[:, None] * N + cols[None, :]
+    # reads S once: N*N fp32 elements per head (causal: N*(N+1)/2)
+    s = tl.load(S + offs, mask=mask, other=float("-inf"))          # (ROWS, BLOCK_COLS)
+    m = tl.max(s, 1)
+    m = tl.where(rows < N, m, 0.0)                                  # padded rows: avoid -inf - -inf
+    p = tl.exp(s - m[:, None])
+    denom = tl.sum(p, 1)
+    p = p / tl.where(denom > 0, denom, 1.0)[:, None]                 # padded rows sum to 0
+    # writes P once: N*N fp32 elements per head (causal: N*(N+1)/2)
+    tl.store(P + offs, p, mask=mask)
+
+
+@triton.jit
+def _pv_kernel(P, V, O, stride_vb, stride_vh, stride_vn, stride_vd, stride_ob, stride_oh, stride_on, stride_od,
+               H, N, D, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    m_valid = offs_m < N
+    d_valid = offs_d < D
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    if CAUSAL:
+        hi = tl.minimum((pid_m + 1) * BLOCK_M, N)
+    else:
+        hi = N
+    for start_n in range(0, hi, BLOCK_N):
+        cols = start_n + offs_n
+        p_mask = m_valid[:, None] & (cols < N)[None, :]
+        if CAUSAL:
+            p_mask = p_mask & (offs_m[:, None] >= cols[None, :])
+        # reads P once: N*N fp32 elements per head (causal: N*(N+1)/2)
+        p = tl.load(P + pid_bh * N * N + offs_m[:, None] * N + cols[None, :], mask=p_mask, other=0.0)
+        # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
+        v = tl.load(V + b * stride_vb + h * stride_vh + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=(cols < N)[:, None] & d_valid[None, :], other=0.0)      # (BLOCK_N, BLOCK_D)
+        acc += tl.dot(p.to(v.dtype), v)
+    # writes O once: N*d elements per head
+    tl.store(O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+             acc.to(O.dtype.element_ty), mask=m_valid[:, None] & d_valid[None, :])
+
+
+def softmax_rows(n: int) -> int:
+    """Rows per softmax program: a whole padded row each, at most 16K fp32 values per program."""
+    return max(1, min(16, 16384 // next_pow2(n)))
+
+
+def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale=None,
+                    block_m: int | None = None, block_n: int | None = None, return_intermediates: bool = False):
+    """Standard attention in three launches, S and P written to global memory in fp32 (chapter 02).
+
+    q, k, v: (B, H, N, d). Returns o (B, H, N, d); with ``return_intermediates=True``, (o, s, p).
+    """
+    B, H, N, d = check_qkv(q, k, v)
+    dm, dn = default_blocks("naive", d)
+    block_m = check_block("block_m", block_m or dm)
+    block_n = check_block("block_n", block_n or dn)
+    scale = scale_of(sm_scale, d)
+    block_d = head_block(d)
+    # S and P: (B, H, N, N) fp32, poisoned so an unwritten element shows (causal: the upper triangle stays NaN)
+    s = poison_like(q, (B, H, N, N), torch.float32)
+    p = poison_like(q, (B, H, N, N), torch.float32)
+    o = poison_like(q)                                                 # (B, H, N, d)
+    _scores_kernel[(triton.cdiv(N, block_m), triton.cdiv(N, block_n), B * H)](
+        q, k, s, scale, *q.stride(), *k.stride(), H, N, d,
+        CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d)
+    rows = softmax_rows(N)
+    _softmax_kernel[(triton.cdiv(N, rows), B * H)](s, p, N, CAUSAL=bool(causal), ROWS=rows,
+                                                   BLOCK_COLS=next_pow2(N), num_warps=8 if N >= 1024 else 4)
+    _pv_kernel[(triton.cdiv(N, block_m), B * H)](p, v, o, *v.stride(), *o.stride(), H, N, d,
+                                                 CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n,
+                                                 BLOCK_D=block_d)
+    if return_intermediates:
+        return o, s, p
+    return o
