@@ -1,0 +1,347 @@
+"""The simulator's kernel view: the global-memory bytes each Triton kernel of :mod:`flashsim.kernels` requests.
+
+For the same N, d, blocks, causal flag and dtype as a kernel launch, :func:`kernel_io` predicts in closed form
+the bytes the kernel loads and stores (counting only elements whose mask is true, exactly as the interpreter's
+:func:`flashsim.measure.count_io` counts them), per launch and per tensor. :func:`kernel_dram` feeds the same
+kernel's tile trace (:func:`kernel_trace`) through the L2 model of :mod:`flashsim.l2` to predict the bytes that
+reach DRAM.
+
+Kernels and their shapes (``kernel`` names, as the CLI spells them):
+
+* ``flash_fwd``: Q, K, V (batch, heads, n, d) -> O, LSE. One launch.
+* ``flash_bwd``: three launches (preprocess, dK/dV, dQ).
+* ``naive``: three launches (S = Q Kᵀ, softmax, P V); S and P fp32 (batch, heads, n, n).
+* ``tiled_matmul``: A (n, d) @ B (d, n) -> C (n, n), ``block_k`` (default 32) along d; causal: lower triangle of C.
+* ``online_softmax``: X (n, n) -> P (n, n), LSE (n,); causal masks j > i.
+
+>>> kernel_io("flash_fwd", n=256, d=64, block_m=32, block_n=32, dtype="fp16").load_bytes
+557056
+>>> kernel_io("flash_fwd", n=256, d=64, block_m=32, block_n=32, dtype="fp16", causal=True).load_bytes
+327680
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .dtypes import dtype_bytes
+from .errors import FlashsimError
+from .l2 import Access, L2Result, simulate_l2
+
+KERNELS = ("naive", "tiled_matmul", "online_softmax", "flash_fwd", "flash_bwd")
+F32 = 4
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _rows(i: int, block: int, n: int) -> int:
+    """Valid rows of block i of a length-n axis tiled by `block`."""
+    return max(0, min(block, n - i * block))
+
+
+def _causal_kv_rows(i: int, bm: int, bn: int, n: int) -> int:
+    """K/V rows a causal Q row block i loads: whole BLOCK_N tiles up to the diagonal, masked at n."""
+    hi = min((i + 1) * bm, n)
+    return min(cdiv(hi, bn) * bn, n)
+
+
+def _tri(m: int, n: int) -> int:
+    """Elements (r, c) with r < m, c < n, c <= r."""
+    return sum(min(r + 1, n) for r in range(m))
+
+
+@dataclass
+class LaunchIO:
+    """Predicted bytes of one kernel launch. ``loads``/``stores`` map kernel argument name -> bytes."""
+    name: str
+    loads: dict = field(default_factory=dict)
+    stores: dict = field(default_factory=dict)
+
+    @property
+    def load_bytes(self) -> int:
+        return sum(self.loads.values())
+
+    @property
+    def store_bytes(self) -> int:
+        return sum(self.stores.values())
+
+    def add(self, kind: str, tensor: str, nbytes: int) -> None:
+        d = self.loads if kind == "load" else self.stores
+        d[tensor] = d.get(tensor, 0) + int(nbytes)
+
+
+@dataclass
+class KernelIO:
+    """Predicted bytes of a kernel (all its launches)."""
+    kernel: str
+    launches: list
+
+    @property
+    def load_bytes(self) -> int:
+        return sum(l.load_bytes for l in self.launches)
+
+    @property
+    def store_bytes(self) -> int:
+        return sum(l.store_bytes for l in self.launches)
+
+    def per_tensor(self) -> dict:
+        """{launch name: {"loads": {...}, "stores": {...}}}."""
+        return {l.name: {"loads": dict(l.loads), "stores": dict(l.stores)} for l in self.launches}
+
+
+def _check(kernel, n, d, block_m, block_n, dtype):
+    if kernel not in KERNELS:
+        raise FlashsimError(f"unknown kernel {kernel!r}: use one of {list(KERNELS)}")
+    for name, v in (("n", n), ("d", d), ("block_m", block_m), ("block_n", block_n)):
+        if not isinstance(v, int) or v < 1:
+            raise FlashsimError(f"{name}={v!r} must be a positive integer")
+    return dtype_bytes(dtype)
+
+
+def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
+              batch: int = 1, heads: int = 1, block_k: int = 32) -> KernelIO:
+    """Closed-form bytes each launch of ``kernel`` requests from global memory (see the module docstring)."""
+    es = _check(kernel, n, d, block_m, block_n, dtype)
+    bh = batch * heads
+    N, bm, bn = n, block_m, block_n
+    tm, tn = cdiv(N, bm), cdiv(N, bn)
+    nd = N * d * es
+    if causal:
+        kv_rows = sum(_causal_kv_rows(i, bm, bn, N) for i in range(tm))     # K/V rows loaded over all Q blocks
+    else:
+        kv_rows = tm * N
+    launches = []
+    if kernel == "flash_fwd":
+        L = LaunchIO("_flash_fwd_kernel")
+        L.add("load", "Q", bh * nd)
+        L.add("load", "K", bh * kv_rows * d * es)
+        L.add("load", "V", bh * kv_rows * d * es)
+        L.add("store", "O", bh * nd)
+        L.add("store", "LSE", bh * N * F32)
+        launches = [L]
+    elif kernel == "flash_bwd":
+        P = LaunchIO("_bwd_preprocess")
+        P.add("load", "O", bh * nd)
+        P.add("load", "DO", bh * nd)
+        P.add("store", "DELTA", bh * N * F32)
+        KV = LaunchIO("_bwd_dkdv")
+        KV.add("load", "K", bh * nd)
+        KV.add("load", "V", bh * nd)
+        if causal:
+            q_rows = sum(N - (j * bn // bm) * bm for j in range(tn))
+        else:
+            q_rows = tn * N
+        KV.add("load", "Q", bh * q_rows * d * es)
+        KV.add("load", "LSE", bh * q_rows * F32)
+        KV.add("load", "DO", bh * q_rows * d * es)
+        KV.add("load", "DELTA", bh * q_rows * F32)
+        KV.add("store", "DK", bh * nd)
+        KV.add("store", "DV", bh * nd)
+        DQ = LaunchIO("_bwd_dq")
+        DQ.add("load", "Q", bh * nd)
+        DQ.add("load", "DO", bh * nd)
+        DQ.add("load", "LSE", bh * N * F32)
+        DQ.add("load", "DELTA", bh * N * F32)
+        DQ.add("load", "K", bh * kv_rows * d * es)
+        DQ.add("load", "V", bh * kv_rows * d * es)
+        DQ.add("store", "DQ", bh * nd)
+        launches = [P, KV, DQ]
+    elif kernel == "naive":
+        S = LaunchIO("_scores_kernel")
+        q_rows = k_rows = 0
+        for i in range(tm):
+            for j in range(tn):
+                if causal and j * bn > i * bm + bm - 1:
+                    continue
+                q_rows += _rows(i, bm, N)
+                k_rows += _rows(j, bn, N)
+        elems = _tri(N, N) if causal else N * N
+        S.add("load", "Q", bh * q_rows * d * es)
+        S.add("load", "K", bh * k_rows * d * es)
+        S.add("store", "S", bh * elems * F32)
+        SM = LaunchIO("_softmax_kernel")
+        SM.add("load", "S", bh * elems * F32)
+        SM.add("store", "P", bh * elems * F32)
+        PV = LaunchIO("_pv_kernel")
+        PV.add("load", "P", bh * elems * F32)
+        PV.add("load", "V", bh * kv_rows * d * es)
+        PV.add("store", "O", bh * nd)
+        launches = [S, SM, PV]
+    elif kernel == "tiled_matmul":
+        M, K, Nc = N, d, N
+        L = LaunchIO("_matmul_kernel")
+        a_rows = b_cols = 0
+        for i in range(tm):
+            for j in range(tn):
+                if causal and j * bn > i * bm + bm - 1:
+                    continue
+                a_rows += _rows(i, bm, M)
+                b_cols += _rows(j, bn, Nc)
+        L.add("load", "A", a_rows * K * es)
+        L.add("load", "B", b_cols * K * es)
+        L.add("store", "C", (_tri(M, Nc) if causal else M * Nc) * es)
+        launches = [L]
+    elif kernel == "online_softmax":
+        elems = _tri(N, N) if causal else N * N
+        L = LaunchIO("_online_softmax_kernel")
+        L.add("load", "X", 2 * elems * es)
+        L.add("store", "P", elems * es)
+        L.add("store", "LSE", N * F32)
+        launches = [L]
+    return KernelIO(kernel, launches)
+
+
+# --- tile traces for the L2 model ---------------------------------------------------------------------------
+
+def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
+                 batch: int = 1, heads: int = 1, block_k: int = 32, softmax_rows: int | None = None):
+    """Per launch: (launch name, list of programs in launch order, each a list of :class:`flashsim.l2.Access`).
+
+    Tile byte counts are the masked bytes of each load/store, so each launch's trace sums to :func:`kernel_io`.
+    """
+    es = _check(kernel, n, d, block_m, block_n, dtype)
+    bh_n = batch * heads
+    N, bm, bn = n, block_m, block_n
+    tm, tn = cdiv(N, bm), cdiv(N, bn)
+
+    def kv_blocks(i):
+        hi = min((i + 1) * bm, N) if causal else N
+        return range(cdiv(hi, bn))
+
+    out = []
+    if kernel == "flash_fwd":
+        progs = []
+        for h in range(bh_n):
+            for i in range(tm):
+                r = _rows(i, bm, N)
+                p = [Access(("Q", h, i), r * d * es)]
+                for j in kv_blocks(i):
+                    c = _rows(j, bn, N) * d * es
+                    p += [Access(("K", h, j), c), Access(("V", h, j), c)]
+                p += [Access(("O", h, i), r * d * es, True), Access(("LSE", h, i), r * F32, True)]
+                progs.append(p)
+        out.append(("_flash_fwd_kernel", progs))
+    elif kernel == "flash_bwd":
+        pre = []
+        for h in range(bh_n):
+            for i in range(tm):
+                r = _rows(i, bm, N)
+                pre.append([Access(("O", h, i), r * d * es), Access(("DO", h, i), r * d * es),
+                            Access(("DELTA", h, i), r * F32, True)])
+        out.append(("_bwd_preprocess", pre))
+        dkdv = []
+        for h in range(bh_n):
+            for j in range(tn):
+                c = _rows(j, bn, N)
+                p = [Access(("K", h, j), c * d * es), Access(("V", h, j), c * d * es)]
+                lo = (j * bn // bm) if causal else 0
+                for i in range(lo, tm):
+                    r = _rows(i, bm, N)
+                    p += [Access(("Q", h, i), r * d * es), Access(("LSE", h, i), r * F32),
+                          Access(("DO", h, i), r * d * es), Access(("DELTA", h, i), r * F32)]
+                p += [Access(("DK", h, j), c * d * es, True), Access(("DV", h, j), c * d * es, True)]
+                dkdv.append(p)
+        out.append(("_bwd_dkdv", dkdv))
+        dq = []
+        for h in range(bh_n):
+            for i in range(tm):
+                r = _rows(i, bm, N)
+                p = [Access(("Q", h, i), r * d * es), Access(("DO", h, i), r * d * es),
+                     Access(("LSE", h, i), r * F32), Access(("DELTA", h, i), r * F32)]
+                for j in kv_blocks(i):
+                    c = _rows(j, bn, N) * d * es
+                    p += [Access(("K", h, j), c), Access(("V", h, j), c)]
+                p.append(Access(("DQ", h, i), r * d * es, True))
+                dq.append(p)
+        out.append(("_bwd_dq", dq))
+    elif kernel == "naive":
+        sc = []
+        for h in range(bh_n):
+            for j in range(tn):
+                for i in range(tm):
+                    if causal and j * bn > i * bm + bm - 1:
+                        sc.append([])
+                        continue
+                    r, c = _rows(i, bm, N), _rows(j, bn, N)
+                    if causal:
+                        s_el = sum(max(0, min(c, row + 1 - j * bn)) for row in range(i * bm, i * bm + r))
+                    else:
+                        s_el = r * c
+                    sc.append([Access(("Q", h, i), r * d * es), Access(("K", h, j), c * d * es),
+                               Access(("S", h, i, j), s_el * F32, True)])
+        out.append(("_scores_kernel", sc))
+        rows = softmax_rows if softmax_rows else max(1, min(16, 16384 // (1 << max(0, N - 1).bit_length())))
+        sm = []
+        for h in range(bh_n):
+            for i in range(cdiv(N, rows)):
+                el = sum((min(row + 1, N) if causal else N) for row in range(i * rows, min(N, (i + 1) * rows)))
+                sm.append([Access(("S", h, i), el * F32), Access(("P", h, i), el * F32, True)])
+        out.append(("_softmax_kernel", sm))
+        pv = []
+        for h in range(bh_n):
+            for i in range(tm):
+                r = _rows(i, bm, N)
+                p = []
+                for j in kv_blocks(i):
+                    c = _rows(j, bn, N)
+                    if causal:
+                        p_el = sum(max(0, min(c, row + 1 - j * bn)) for row in range(i * bm, i * bm + r))
+                    else:
+                        p_el = r * c
+                    p += [Access(("P", h, i, j), p_el * F32), Access(("V", h, j), c * d * es)]
+                p.append(Access(("O", h, i), r * d * es, True))
+                pv.append(p)
+        out.append(("_pv_kernel", pv))
+    elif kernel == "tiled_matmul":
+        progs = []
+        for j in range(tn):
+            for i in range(tm):
+                if causal and j * bn > i * bm + bm - 1:
+                    progs.append([])
+                    continue
+                r, c = _rows(i, bm, N), _rows(j, bn, N)
+                p = []
+                for k0 in range(0, d, block_k):
+                    kk = min(block_k, d - k0)
+                    p += [Access(("A", i, k0), r * kk * es), Access(("B", k0, j), kk * c * es)]
+                el = sum(max(0, min(c, row + 1 - j * bn)) for row in range(i * bm, i * bm + r)) if causal else r * c
+                p.append(Access(("C", i, j), el * es, True))
+                progs.append(p)
+        out.append(("_matmul_kernel", progs))
+    elif kernel == "online_softmax":
+        progs = []
+        for i in range(tm):
+            r = _rows(i, bm, N)
+            tiles = []
+            for j in kv_blocks(i):
+                c = _rows(j, bn, N)
+                el = sum(max(0, min(c, row + 1 - j * bn)) for row in range(i * bm, i * bm + r)) if causal else r * c
+                tiles.append((j, el))
+            p = [Access(("X", i, j), el * es) for j, el in tiles]
+            p += [a for j, el in tiles for a in (Access(("X", i, j), el * es), Access(("P", i, j), el * es, True))]
+            p.append(Access(("LSE", i), r * F32, True))
+            progs.append(p)
+        out.append(("_online_softmax_kernel", progs))
+    return out
+
+
+#: programs resident per SM assumed by the L2 model (a Triton attention program with 4-8 warps and 32-100 KB
+#: of shared memory: 1-2 fit on an H100/H200 SM). Only matters when the reuse window is near the L2 size.
+PROGRAMS_PER_SM = 2
+
+
+def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
+                batch: int = 1, heads: int = 1, block_k: int = 32, hardware="h200",
+                programs_per_sm: int = PROGRAMS_PER_SM, flush_writes: bool = True) -> dict:
+    """DRAM bytes of each launch predicted by the L2 model: {launch name: L2Result, ..., "total": L2Result}."""
+    from .hardware import get_device
+    hw = get_device(hardware)
+    res = {}
+    total = L2Result()
+    for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k):
+        r = simulate_l2(progs, hw.l2_bytes, hw.num_sms * programs_per_sm, flush_writes=flush_writes)
+        res[name] = r
+        total = total + r
+    res["total"] = total
+    return res
