@@ -37,6 +37,24 @@ from .errors import FlashsimError, MemoryBudgetError, SramCapacityError
 #: host memory step mode may use before it refuses (chapter 05 explains why step mode is for small sizes)
 DEFAULT_HOST_BUDGET_BYTES = 2 * 1024**3
 
+#: storage dtype of 0/1 masks (a dropout keep-mask, a causal mask): 1 byte per element, values stored exactly
+MASK_DTYPE = "bool"
+
+
+def storage_dtype(dtype) -> str:
+    """"fp32", "fp16", "bf16" or MASK_DTYPE ("bool"/"uint8"): the dtypes a tensor in HBM may have."""
+    return MASK_DTYPE if str(dtype).replace("torch.", "").lower() in ("bool", "uint8", "u8") else canonical_dtype(dtype)
+
+
+def storage_bytes(dtype) -> int:
+    """Bytes per element of a storage dtype, masks included: storage_bytes("bool") == 1."""
+    dt = storage_dtype(dtype)
+    return 1 if dt == MASK_DTYPE else dtype_bytes(dt)
+
+
+def _round_storage(x, dtype: str) -> np.ndarray:
+    return (np.asarray(x) != 0).astype(np.float32) if dtype == MASK_DTYPE else round_to(x, dtype)
+
 
 @dataclass
 class Counters:
@@ -199,13 +217,13 @@ class Memory:
     # --- HBM -------------------------------------------------------------------------------------------------
     def put(self, name: str, array: np.ndarray, dtype=None) -> None:
         """Place a tensor in HBM (rounded to its storage dtype). Not counted: inputs are already there."""
-        dt = canonical_dtype(dtype or self.dtype)
-        self._hbm[name] = round_to(array, dt)
+        dt = storage_dtype(dtype or self.dtype)
+        self._hbm[name] = _round_storage(array, dt)
         self._hbm_dtype[name] = dt
 
     def empty(self, name: str, shape: tuple, dtype=None, fill: float = np.nan) -> None:
         """Allocate an output tensor in HBM (filled with NaN so a missing write shows). Not counted."""
-        dt = canonical_dtype(dtype or self.dtype)
+        dt = storage_dtype(dtype or self.dtype)
         self._hbm[name] = np.full(shape, fill, np.float32)
         self._hbm_dtype[name] = dt
 
@@ -228,7 +246,7 @@ class Memory:
         """
         src = self._hbm[name]
         block = src[rows] if src.ndim == 1 else src[rows, cols]
-        nbytes = block.size * dtype_bytes(self._hbm_dtype[name])
+        nbytes = block.size * storage_bytes(self._hbm_dtype[name])
         self._alloc(as_name or f"{name}{tile}", nbytes)
         key = (name, tuple(tile))
         if count_once and key in self._seen_tiles:
@@ -246,13 +264,13 @@ class Memory:
         """Write `value` (an SRAM tile) to hbm[name][rows, cols], rounded to the tensor's dtype (an HBM write)."""
         dst = self._hbm[name]
         dt = self._hbm_dtype[name]
-        value = round_to(value, dt)
+        value = _round_storage(value, dt)
         if dst.ndim == 1:
             dst[rows] = value
-            nbytes = dst[rows].size * dtype_bytes(dt)
+            nbytes = dst[rows].size * storage_bytes(dt)
         else:
             dst[rows, cols] = value
-            nbytes = dst[rows, cols].size * dtype_bytes(dt)
+            nbytes = dst[rows, cols].size * storage_bytes(dt)
         self.counters.add_write(name, nbytes)
         self._emit("store", name, tile, nbytes, note=note, stats=stats)
 
