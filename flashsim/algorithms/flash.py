@@ -44,6 +44,7 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -137,9 +138,9 @@ def _check_fits(problem, block_r: int, block_c: int) -> None:
         if sum(tiles.values()) <= cap:
             continue
         best_c = largest_fitting_block(
-            lambda c: sum(sram_tile_bytes(block_r, c, *args, phase=ph).values()), cap, start=block_c)
+            lambda c: sum(sram_tile_bytes(block_r, c, *args, phase=ph).values()), cap, start=_pow2_floor(block_c))
         best_sq = largest_fitting_block(
-            lambda s: sum(sram_tile_bytes(s, s, *args, phase=ph).values()), cap, start=max(block_r, block_c))
+            lambda s: sum(sram_tile_bytes(s, s, *args, phase=ph).values()), cap, start=_pow2_floor(max(block_r, block_c)))
         fixes = []
         if best_c:
             fixes.append(f"use block_c ≤ {best_c} (with block_r={block_r})")
@@ -374,6 +375,64 @@ def count_flash(problem) -> FlashCount:
 # ---------------------------------------------------------------------------------------------------------------
 # Step mode
 # ---------------------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _blas_single_thread():
+    """Run tile matmuls on one BLAS thread, then restore the setting.
+
+    Step mode multiplies thousands of tiny tiles (e.g. 128×64 by 64×128): OpenBLAS's threads only add
+    synchronisation, and on a busy 2-core machine they make step mode 5-10× slower. Best effort: a no-op when the
+    BLAS library numpy uses cannot be found.
+    """
+    lib = _openblas()
+    if lib is None:
+        yield
+        return
+    get, set_ = lib
+    try:
+        before = int(get())
+        set_(1)
+    except Exception:  # noqa: BLE001 - a foreign BLAS: leave it alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        set_(before)
+
+
+_OPENBLAS_CACHE: list = []
+
+
+def _openblas():
+    if _OPENBLAS_CACHE:
+        return _OPENBLAS_CACHE[0]
+    found = None
+    try:
+        import ctypes
+        import glob
+        import os
+        root = os.path.dirname(os.path.dirname(np.__file__))
+        paths = glob.glob(os.path.join(root, "numpy.libs", "*openblas*")) + \
+            glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs", "*openblas*"))
+        for path in paths:
+            lib = ctypes.CDLL(path)
+            for get_name, set_name in (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+                                       ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+                                       ("openblas_get_num_threads", "openblas_set_num_threads")):
+                if hasattr(lib, get_name) and hasattr(lib, set_name):
+                    get, set_ = getattr(lib, get_name), getattr(lib, set_name)
+                    get.restype = ctypes.c_int
+                    set_.argtypes = [ctypes.c_int]
+                    found = (get, set_)
+                    break
+            if found:
+                break
+    except Exception:  # noqa: BLE001 - best effort only
+        found = None
+    _OPENBLAS_CACHE.append(found)
+    return found
+
+
 def _round_up(x: np.ndarray, dtype: str) -> np.ndarray:
     """Round to `dtype` toward +inf. A stored max m that is ≥ the true max keeps e^(S − m) ≤ 1."""
     dtype = canonical_dtype(dtype)
@@ -401,7 +460,12 @@ def _causal_mask(r0: int, r: int, c0: int, c: int) -> np.ndarray | None:
 
 
 class _Stepper:
-    """Runs one head through a Memory. Tile loops written as in the papers; arithmetic fp32 on (r, c) tiles."""
+    """Runs one head through a Memory. Tile loops written as in the papers; arithmetic fp32 on (r, c) tiles.
+
+    SRAM copies carry Memory's default names, "<tensor><tile>" (e.g. "K(2,)"), so a free event names the load it
+    ends; on-chip intermediates are "S(i, j)", "dP(i, j)", "O_acc(i,)", "m_acc(i,)", "l_acc(i,)", "D_acc(i,)",
+    "dK_acc(j,)", "dV_acc(j,)".
+    """
 
     def __init__(self, mem: Memory, problem, br: int, bc: int, keep_o: bool):
         self.mem, self.p, self.br, self.bc = mem, problem, br, bc
@@ -442,19 +506,19 @@ class _Stepper:
         for i in range(_n_blocks(n, self.br)):
             r0, r = self.rows(i)
             rs = slice(r0, r0 + r)
-            q_i = mem.load("Q", rows=rs, tile=(i,), as_name="Q_i", note=f"Q block {i}")  # (r, d)
-            mem.scratch("m_i", r * ACC_BYTES)
-            mem.scratch("l_i", r * ACC_BYTES)
-            mem.scratch("O_acc", r * d * ACC_BYTES)
+            q_i = mem.load("Q", rows=rs, tile=(i,), note=f"Q block {i}")  # (r, d)
+            mem.scratch(f"m_acc{(i,)}", r * ACC_BYTES)
+            mem.scratch(f"l_acc{(i,)}", r * ACC_BYTES)
+            mem.scratch(f"O_acc{(i,)}", r * d * ACC_BYTES)
             m = np.full(r, -np.inf, np.float32)  # (r,) running max
             l = np.zeros(r, np.float32)  # (r,) running denominator, relative to m
             acc = np.zeros((r, d), np.float32)  # (r, d) unnormalised O
             for j in range(_visible_cols(n, self.br, self.bc, i, self.causal)):
                 c0, c = self.cols(j)
                 cs = slice(c0, c0 + c)
-                k_j = mem.load("K", rows=cs, tile=(j,), as_name="K_j", note=f"K block {j}")  # (c, d)
-                v_j = mem.load("V", rows=cs, tile=(j,), as_name="V_j", note=f"V block {j}")  # (c, d)
-                mem.scratch("S_ij", r * c * ACC_BYTES)
+                k_j = mem.load("K", rows=cs, tile=(j,), note=f"K block {j}")  # (c, d)
+                v_j = mem.load("V", rows=cs, tile=(j,), note=f"V block {j}")  # (c, d)
+                mem.scratch(f"S{(i, j)}", r * c * ACC_BYTES)
                 s = self.scores(q_i, k_j, r0, r, c0, c)  # (r, c)
                 m_new = np.maximum(m, s.max(axis=1))  # (r,)
                 p = np.exp(s - m_new[:, None])  # (r, c), masked entries → 0
@@ -464,10 +528,10 @@ class _Stepper:
                 m = m_new
                 mem.compute(4 * r * c * d, tensor="S", tile=(i, j), note="S=τQKᵀ, online softmax, O+=PV",
                             stats=self._stats(m, l, acc / l[:, None]))
-                mem.free("S_ij", "K_j", "V_j")
+                mem.free(f"S{(i, j)}", f"K{(j,)}", f"V{(j,)}")
             mem.store("O", acc / l[:, None], rows=rs, tile=(i,), note="O_i = acc / l, written once")
             mem.store("L", m + np.log(l), rows=rs, tile=(i,), note="logsumexp L_i = m + log l")
-            mem.free("Q_i", "m_i", "l_i", "O_acc")
+            mem.free(f"Q{(i,)}", f"m_acc{(i,)}", f"l_acc{(i,)}", f"O_acc{(i,)}")
 
     # --- forward, FA1 order (Algorithm 1) ---------------------------------------------------------------------
     def flash1_forward(self):
@@ -479,17 +543,17 @@ class _Stepper:
         for j in range(_n_blocks(n, self.bc)):
             c0, c = self.cols(j)
             cs = slice(c0, c0 + c)
-            k_j = mem.load("K", rows=cs, tile=(j,), as_name="K_j", note=f"K block {j}")  # (c, d)
-            v_j = mem.load("V", rows=cs, tile=(j,), as_name="V_j", note=f"V block {j}")  # (c, d)
+            k_j = mem.load("K", rows=cs, tile=(j,), note=f"K block {j}")  # (c, d)
+            v_j = mem.load("V", rows=cs, tile=(j,), note=f"V block {j}")  # (c, d)
             for i in range(_first_visible_row_block(self.br, self.bc, j, self.causal), _n_blocks(n, self.br)):
                 r0, r = self.rows(i)
                 rs = slice(r0, r0 + r)
-                q_i = mem.load("Q", rows=rs, tile=(i,), as_name="Q_i")  # (r, d)
-                o_i = mem.load("O", rows=rs, tile=(i,), as_name="O_i")  # (r, d) normalised so far
-                l_i = mem.load("l", rows=rs, tile=(i,), as_name="l_i")  # (r,)
-                m_i = mem.load("m", rows=rs, tile=(i,), as_name="m_i")  # (r,)
-                mem.scratch("S_ij", r * c * ACC_BYTES)
-                mem.scratch("O_acc", r * d * ACC_BYTES)
+                q_i = mem.load("Q", rows=rs, tile=(i,))  # (r, d)
+                o_i = mem.load("O", rows=rs, tile=(i,))  # (r, d) normalised so far
+                l_i = mem.load("l", rows=rs, tile=(i,))  # (r,)
+                m_i = mem.load("m", rows=rs, tile=(i,))  # (r,)
+                mem.scratch(f"S{(i, j)}", r * c * ACC_BYTES)
+                mem.scratch(f"O_acc{(i,)}", r * d * ACC_BYTES)
                 s = self.scores(q_i, k_j, r0, r, c0, c)  # (r, c)
                 m_t = s.max(axis=1)  # (r,) m̃_ij; −inf for a row the diagonal masks entirely
                 m_t_safe = np.where(np.isneginf(m_t), np.float32(0), m_t)
@@ -506,8 +570,8 @@ class _Stepper:
                 mem.store("O", o_new, rows=rs, tile=(i,))
                 mem.store("l", l_new, rows=rs, tile=(i,))
                 mem.store("m", m_new, rows=rs, tile=(i,))
-                mem.free("Q_i", "O_i", "l_i", "m_i", "S_ij", "O_acc")
-            mem.free("K_j", "V_j")
+                mem.free(*(f"{t}{(i,)}" for t in ("Q", "O", "l", "m", "O_acc")), f"S{(i, j)}")
+            mem.free(f"K{(j,)}", f"V{(j,)}")
 
     # --- backward (Algorithm 4 order: outer over K/V blocks) --------------------------------------------------
     def backward(self, algo):
@@ -520,39 +584,39 @@ class _Stepper:
             for i in range(_n_blocks(n, self.br)):
                 r0, r = self.rows(i)
                 rs = slice(r0, r0 + r)
-                o_i = mem.load("O", rows=rs, tile=(i,), as_name="O_i")  # (r, d)
-                do_i = mem.load("dO", rows=rs, tile=(i,), as_name="dO_i")  # (r, d)
-                mem.scratch("D_i", r * ACC_BYTES)
+                o_i = mem.load("O", rows=rs, tile=(i,))  # (r, d)
+                do_i = mem.load("dO", rows=rs, tile=(i,))  # (r, d)
+                mem.scratch(f"D_acc{(i,)}", r * ACC_BYTES)
                 mem.compute(0, tensor="D", tile=(i,), note="D_i = rowsum(dO_i ∘ O_i)")
                 mem.store("D", (do_i * o_i).sum(axis=1), rows=rs, tile=(i,))
-                mem.free("O_i", "dO_i", "D_i")
+                mem.free(f"O{(i,)}", f"dO{(i,)}", f"D_acc{(i,)}")
         for j in range(_n_blocks(n, self.bc)):
             c0, c = self.cols(j)
             cs = slice(c0, c0 + c)
-            k_j = mem.load("K", rows=cs, tile=(j,), as_name="K_j")  # (c, d)
-            v_j = mem.load("V", rows=cs, tile=(j,), as_name="V_j")  # (c, d)
-            mem.scratch("dK_acc", c * d * ACC_BYTES)
-            mem.scratch("dV_acc", c * d * ACC_BYTES)
+            k_j = mem.load("K", rows=cs, tile=(j,))  # (c, d)
+            v_j = mem.load("V", rows=cs, tile=(j,))  # (c, d)
+            mem.scratch(f"dK_acc{(j,)}", c * d * ACC_BYTES)
+            mem.scratch(f"dV_acc{(j,)}", c * d * ACC_BYTES)
             dk = np.zeros((c, d), np.float32)
             dv = np.zeros((c, d), np.float32)
             for i in range(_first_visible_row_block(self.br, self.bc, j, self.causal), _n_blocks(n, self.br)):
                 r0, r = self.rows(i)
                 rs = slice(r0, r0 + r)
-                q_i = mem.load("Q", rows=rs, tile=(i,), as_name="Q_i")  # (r, d)
+                q_i = mem.load("Q", rows=rs, tile=(i,))  # (r, d)
                 if algo == "flash1":
-                    o_i = mem.load("O", rows=rs, tile=(i,), as_name="O_i")  # (r, d)
-                do_i = mem.load("dO", rows=rs, tile=(i,), as_name="dO_i")  # (r, d)
-                dq_i = mem.load("dQ", rows=rs, tile=(i,), as_name="dQ_i")  # (r, d)
+                    o_i = mem.load("O", rows=rs, tile=(i,))  # (r, d)
+                do_i = mem.load("dO", rows=rs, tile=(i,))  # (r, d)
+                dq_i = mem.load("dQ", rows=rs, tile=(i,))  # (r, d)
                 if algo == "flash1":
-                    m_i = mem.load("m", rows=rs, tile=(i,), as_name="m_i")  # (r,)
-                    l_i = mem.load("l", rows=rs, tile=(i,), as_name="l_i")  # (r,)
-                    mem.scratch("D_i", r * ACC_BYTES)
+                    m_i = mem.load("m", rows=rs, tile=(i,))  # (r,)
+                    l_i = mem.load("l", rows=rs, tile=(i,))  # (r,)
+                    mem.scratch(f"D_acc{(i,)}", r * ACC_BYTES)
                     d_i = (do_i * o_i).sum(axis=1)  # (r,) recomputed on chip
                 else:
-                    lse_i = mem.load("L", rows=rs, tile=(i,), as_name="L_i")  # (r,)
-                    d_i = mem.load("D", rows=rs, tile=(i,), as_name="D_i")  # (r,)
-                mem.scratch("S_ij", r * c * ACC_BYTES)
-                mem.scratch("dP_ij", r * c * ACC_BYTES)
+                    lse_i = mem.load("L", rows=rs, tile=(i,))  # (r,)
+                    d_i = mem.load("D", rows=rs, tile=(i,))  # (r,)
+                mem.scratch(f"S{(i, j)}", r * c * ACC_BYTES)
+                mem.scratch(f"dP{(i, j)}", r * c * ACC_BYTES)
                 s = self.scores(q_i, k_j, r0, r, c0, c)  # (r, c) recomputed
                 if algo == "flash1":
                     p = np.exp(s - m_i[:, None]) / l_i[:, None]  # (r, c) P_ij = diag(l)⁻¹ e^(S − m)
@@ -565,10 +629,11 @@ class _Stepper:
                 dk += tau * (ds.T @ q_i)  # (c, d)
                 mem.compute(10 * r * c * d, tensor="dS", tile=(i, j), note="S, P recomputed; dV, dP, dS, dQ, dK")
                 mem.store("dQ", dq_i, rows=rs, tile=(i,), note="dQ_i += τ dS K_j")
-                mem.free("Q_i", "O_i", "dO_i", "dQ_i", "m_i", "l_i", "L_i", "D_i", "S_ij", "dP_ij")
+                mem.free(*(f"{t}{(i,)}" for t in ("Q", "O", "dO", "dQ", "m", "l", "L", "D", "D_acc")), f"S{(i, j)}",
+                         f"dP{(i, j)}")
             mem.store("dK", dk, rows=cs, tile=(j,))
             mem.store("dV", dv, rows=cs, tile=(j,))
-            mem.free("K_j", "V_j", "dK_acc", "dV_acc")
+            mem.free(f"K{(j,)}", f"V{(j,)}", f"dK_acc{(j,)}", f"dV_acc{(j,)}")
 
 
 def _as_heads(name: str, x, heads: int, n: int, d: int) -> np.ndarray:
@@ -612,9 +677,22 @@ def run_flash(problem, q, k, v, do=None, memory: Memory | None = None, record_ev
     out = np.empty((h, n, d), np.float32)
     lse = np.empty((h, n), np.float32)
     grads = tuple(np.empty((h, n, d), np.float32) for _ in range(3)) if problem.backward else None
-    fwd_total = bwd_total = None
-    mem0 = None
-    for head in range(h):
+    with _blas_single_thread():
+        fwd_total, bwd_total, mem0 = _run_heads(problem, br, bc, q, k, v, do, memory, record_events, keep_o,
+                                                out, lse, grads)
+    total = fwd_total + bwd_total if bwd_total is not None else fwd_total * 1
+    init = n * d * problem.elem_bytes + 2 * n * problem.stats_bytes if problem.algo == "flash1" else 0
+    if problem.backward:
+        init += n * d * problem.elem_bytes
+    _, tiles_set = _effective_peak(problem, br, bc)
+    return FlashRun(problem, br, bc, total, fwd_total, bwd_total, init * h, tiles_set,
+                    out=out, lse=lse, grads=grads, memory=mem0)
+
+
+def _run_heads(problem, br, bc, q, k, v, do, memory, record_events, keep_o, out, lse, grads):
+    """Every head through its own Memory (head 0's keeps the event log); returns summed counters and Memory 0."""
+    fwd_total = bwd_total = mem0 = None
+    for head in range(problem.heads):
         if head == 0 and memory is not None:
             mem = memory
         else:
@@ -647,13 +725,7 @@ def run_flash(problem, q, k, v, do=None, memory: Memory | None = None, record_ev
             bwd_total = bwd if bwd_total is None else bwd_total + bwd
         if head == 0:
             mem0 = mem
-    total = fwd_total + bwd_total if bwd_total is not None else fwd_total * 1
-    init = problem.n * d * problem.elem_bytes + 2 * n * problem.stats_bytes if problem.algo == "flash1" else 0
-    if problem.backward:
-        init += n * d * problem.elem_bytes
-    _, tiles_set = _effective_peak(problem, br, bc)
-    return FlashRun(problem, br, bc, total, fwd_total, bwd_total, init * h, tiles_set,
-                    out=out, lse=lse, grads=grads, memory=mem0)
+    return fwd_total, bwd_total, mem0
 
 
 # ---------------------------------------------------------------------------------------------------------------
