@@ -1,5 +1,19 @@
-"""flashsim: FlashAttention on a simulated GPU memory hierarchy, with every byte counted."""
+"""flashsim: FlashAttention on a simulated GPU memory hierarchy, with every byte counted.
+
+>>> import flashsim
+>>> flashsim.traffic("flash2", n=4096, d=64).hbm_bytes < flashsim.traffic("naive", n=4096, d=64).hbm_bytes
+True
+
+Public names: :func:`traffic` (count mode: bytes, FLOPs, roofline time), :func:`simulate` (step mode: numbers and
+their error against float64), :func:`get_device` (hardware presets), :func:`make_problem` (argument
+validation) and the errors. Importing flashsim stays light: numpy only, no torch, triton or ipywidgets.
+"""
+from .api import Simulation, Traffic, simulate, traffic
 from .errors import FlashsimError, MemoryBudgetError, SramCapacityError
 from .hardware import Hardware, get_device
+from .problem import make_problem
 
 __version__ = "0.1.0"
+
+__all__ = ["traffic", "simulate", "Traffic", "Simulation", "get_device", "Hardware", "make_problem",
+           "FlashsimError", "MemoryBudgetError", "SramCapacityError", "__version__"]
