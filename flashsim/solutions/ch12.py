@@ -1,0 +1,38 @@
+"""Chapter 12 solution: the FlashAttention forward inner-loop body, in Triton.
+
+:func:`flash_inner` is the reference answer for :func:`flashsim.exercises.check_flash_kernel`; the template that
+calls it once per K/V tile is :func:`flashsim.kernels_exercise.flash_forward_template`. Its loads, masks and
+update are those of :func:`flashsim.kernels.flash_forward`'s loop, so it moves exactly the bytes
+``flashsim.kernel_io.kernel_io("flash_fwd", ...)`` predicts.
+"""
+from __future__ import annotations
+
+# flashsim.kernels before triton: it decides TRITON_INTERPRET, which Triton reads at import and decoration time
+from .. import kernels as _kernels  # noqa: F401,I001
+import triton  # noqa: E402,F401
+import triton.language as tl  # noqa: E402
+
+__all__ = ["flash_inner"]
+
+
+@triton.jit
+def flash_inner(q, m_i, l_i, acc, k_base, v_base, stride_n, start_n, offs_m, offs_n, offs_d, N, D, qk_scale,
+                CAUSAL: tl.constexpr):
+    """One K/V tile of the FA2 forward loop: load K_j, V_j; S = q K_jᵀ; online-softmax update of (m, l, acc)."""
+    cols = start_n + offs_n                                      # (BLOCK_N,) key rows of this tile
+    n_valid = cols < N
+    kv_mask = n_valid[:, None] & (offs_d[None, :] < D)           # (BLOCK_N, BLOCK_D)
+    k = tl.load(k_base + cols[:, None] * stride_n + offs_d[None, :], mask=kv_mask, other=0.0)
+    s = tl.dot(q, tl.trans(k)) * qk_scale                        # (BLOCK_M, BLOCK_N), log2 units
+    keep = n_valid[None, :]                                      # keys past N do not exist
+    if CAUSAL:
+        keep = keep & (offs_m[:, None] >= cols[None, :])         # keys after the query are masked
+    s = tl.where(keep, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))                        # (BLOCK_M,) new running max
+    p = tl.math.exp2(s - m_new[:, None])                         # (BLOCK_M, BLOCK_N)
+    alpha = tl.math.exp2(m_i - m_new)                            # rescale what was summed under the old max
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
+    v = tl.load(v_base + cols[:, None] * stride_n + offs_d[None, :], mask=kv_mask, other=0.0)
+    acc += tl.dot(p.to(v.dtype), v)
+    return m_new, l_i, acc
