@@ -83,7 +83,10 @@ def jupyterlab(tmp_path):
     port, token = _free_port(), uuid.uuid4().hex
     runtime = tmp_path / "jupyter-runtime"
     runtime.mkdir()
+    # the kernel imports flashsim from this checkout even where it is not pip-installed
+    pythonpath = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     env = dict(os.environ, FLASHSIM_SIZE="small", JUPYTER_RUNTIME_DIR=str(runtime), PYTHONUNBUFFERED="1",
+               PYTHONPATH=pythonpath,
                MPLBACKEND="module://matplotlib_inline.backend_inline")
     # no GPU in CI: the kernels module would pick the interpreter anyway; say so up front
     env.setdefault("TRITON_INTERPRET", "1")
@@ -148,6 +151,18 @@ _PLOT_SIGNATURE = """(label) => {
 }"""
 
 
+def _largest_plot(area):
+    """The biggest <img>/<svg> (outside sliders) in an output area: the traffic plot."""
+    best, best_area = None, -1.0
+    for loc in (area.locator("img"), area.locator("svg:not(.widget-slider svg)")):
+        for i in range(loc.count()):
+            box = loc.nth(i).bounding_box()
+            if box and box["width"] * box["height"] > best_area:
+                best, best_area = loc.nth(i), box["width"] * box["height"]
+    assert best is not None, "no plot in the output area"
+    return best
+
+
 def test_chapter05_slider_moves_plot(jupyterlab, tmp_path):
     sync_api = _skip_unless_runnable()
     t0 = time.monotonic()
@@ -195,8 +210,10 @@ def test_chapter05_slider_moves_plot(jupyterlab, tmp_path):
             assert before is not None, f"no slider labelled {SLIDER_LABEL!r} on the page"
             assert before["plots"], f"no plot (<img> or <svg>) next to the {SLIDER_LABEL!r} slider"
             area = page.locator(".jp-Cell-outputArea").nth(before["index"])
-            shot_before = tmp_path / "ch05_before.png"
+            plot = _largest_plot(area)
+            shot_before, plot_before = tmp_path / "ch05_before.png", tmp_path / "ch05_plot_before.png"
             area.screenshot(path=str(shot_before))
+            plot.screenshot(path=str(plot_before))
 
             handle = slider.locator(".noUi-handle").first
             handle.focus()
@@ -209,15 +226,18 @@ def test_chapter05_slider_moves_plot(jupyterlab, tmp_path):
                 pass
             page.wait_for_timeout(500)  # let the redraw settle before the screenshots
             after = page.evaluate(_PLOT_SIGNATURE, SLIDER_LABEL)
-            shot_after = tmp_path / "ch05_after.png"
+            shot_after, plot_after = tmp_path / "ch05_after.png", tmp_path / "ch05_plot_after.png"
             area.screenshot(path=str(shot_after))
+            _largest_plot(area).screenshot(path=str(plot_after))
             shot_page = tmp_path / "ch05_page.png"
             page.screenshot(path=str(shot_page), full_page=False)
-            print(f"browser test: screenshots {shot_before}, {shot_after}, {shot_page}")
+            print(f"browser test: screenshots in {tmp_path}: {shot_before.name}, {shot_after.name}, "
+                  f"{plot_before.name}, {plot_after.name}, {shot_page.name}")
             print(f"browser test: slider {SLIDER_LABEL} {before['value']} -> {after['value']}")
             assert after["value"] != before["value"], f"the {SLIDER_LABEL} slider did not move ({before['value']})"
-            assert after["plots"] != before["plots"], "moving the slider did not change the plot"
-            assert shot_before.read_bytes() != shot_after.read_bytes()
+            assert after["plots"] != before["plots"], "moving the slider did not redraw the plot"
+            assert plot_before.read_bytes() != plot_after.read_bytes(), (
+                f"the plot looks the same before and after moving the slider: {plot_before}, {plot_after}")
             browser.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)
