@@ -14,8 +14,8 @@ Signature (stable; the chapter authors rely on it)::
 
 - ``kernel_name``: as in the CLI ``flashsim measure --kernel``: ``"naive"``, ``"tiled_matmul"``,
   ``"online_softmax"``, ``"flash_fwd"``, ``"flash_bwd"``.
-- ``n``, ``d``: problem size as the CLI reads ``--n --d`` (default: :data:`DEFAULT_SIZES`, small or full via
-  :func:`flashsim.course.pick`). ``block_m``/``block_n``: the kernel's tile sizes (default: the kernel's own,
+- ``n``, ``d``: problem size as the CLI reads ``--n --d`` (default: :data:`DEFAULT_SIZES`: in the interpreter
+  always the small size; on a GPU small or full via :func:`flashsim.course.pick`). ``block_m``/``block_n``: the kernel's tile sizes (default: the kernel's own,
   :func:`flashsim.kernels.default_blocks`). ``causal`` and ``dtype`` ("fp16", "fp32"; "bf16" on a GPU only)
   as in the CLI.
 - ``quiet=True`` suppresses the one-line notice about the backend.
@@ -50,11 +50,11 @@ KERNELS = {"naive": "02", "tiled_matmul": "03", "online_softmax": "04", "flash_f
 
 #: (small, full) problem sizes: small runs in the interpreter in seconds, full is for a GPU
 DEFAULT_SIZES = {
-    "naive": {"n": (64, 4096), "d": (32, 64)},
-    "tiled_matmul": {"n": (64, 4096), "d": (32, 64)},
-    "online_softmax": {"n": (64, 4096), "d": (32, 64)},
-    "flash_fwd": {"n": (128, 4096), "d": (32, 64)},
-    "flash_bwd": {"n": (64, 2048), "d": (32, 64)},
+    "naive": {"n": (128, 4096), "d": (32, 64)},
+    "tiled_matmul": {"n": (128, 4096), "d": (64, 64)},
+    "online_softmax": {"n": (128, 4096), "d": (32, 64)},
+    "flash_fwd": {"n": (256, 4096), "d": (64, 64)},
+    "flash_bwd": {"n": (128, 2048), "d": (32, 64)},
 }
 
 _FIELDS = ("backend", "measured_load_bytes", "measured_store_bytes", "simulated_load_bytes",
@@ -188,24 +188,32 @@ class Comparison:
         return note + self.table()._repr_html_()
 
 
-def _default(kernel: str, key: str, value):
+def _interpreter() -> bool:
+    from . import kernels
+    return bool(kernels.INTERPRETER)
+
+
+def _default(kernel: str, key: str, value, interpreter: bool):
+    """An explicit value wins; else the small size in the interpreter (always), else pick(small, full)."""
     if value is not None:
         return int(value)
     small, full = DEFAULT_SIZES[kernel][key]
-    return pick(small=small, full=full)
+    return small if interpreter else pick(small=small, full=full)
 
 
 def _measure_in_process(kernel: str, cfg: dict) -> dict | None:
-    """Ask flashsim.measure for the CLI's JSON dict in-process; None if it offers no such function."""
+    """The CLI's JSON dict, in-process (:func:`flashsim.measure.measure_cli_result`); None if it is missing."""
     try:
         from . import measure
     except ImportError:
         return None
-    fn = getattr(measure, "measure_kernel", None)
+    fn = getattr(measure, "measure_cli_result", None)
     if fn is None:
         return None
-    out = fn(kernel, **cfg)
-    return out.as_dict() if hasattr(out, "as_dict") else dict(out)
+    from .kernels import default_blocks
+    bm, bn = default_blocks(kernel, cfg["d"])
+    return dict(fn(kernel, cfg["n"], cfg["d"], cfg["block_m"] or bm, cfg["block_n"] or bn, cfg["causal"],
+                   cfg["dtype"]))
 
 
 def _measure_cli(kernel: str, cfg: dict) -> dict:
@@ -227,6 +235,14 @@ def _measure_cli(kernel: str, cfg: dict) -> dict:
     if not lines:
         raise FlashsimError(f"`flashsim {' '.join(args)}` printed no JSON object: {proc.stdout[-400:]!r}")
     return json.loads(lines[-1])
+
+
+def _time_s(raw: dict):
+    if raw.get("duration_ns") is not None:
+        return float(raw["duration_ns"]) * 1e-9
+    if raw.get("duration_ms") is not None:
+        return float(raw["duration_ms"]) * 1e-3
+    return None
 
 
 def _notice(backend: str, raw: dict) -> str:
@@ -251,7 +267,8 @@ def compare(kernel_name: str, *, n: int | None = None, d: int | None = None, blo
     """
     if kernel_name not in KERNELS:
         raise FlashsimError(f"unknown kernel {kernel_name!r}: use one of {sorted(KERNELS)}")
-    cfg = {"n": _default(kernel_name, "n", n), "d": _default(kernel_name, "d", d),
+    interpreter = _interpreter()
+    cfg = {"n": _default(kernel_name, "n", n, interpreter), "d": _default(kernel_name, "d", d, interpreter),
            "block_m": int(block_m) if block_m else None, "block_n": int(block_n) if block_n else None,
            "causal": bool(causal), "dtype": str(dtype)}
     raw = _measure_in_process(kernel_name, cfg)
@@ -273,7 +290,7 @@ def compare(kernel_name: str, *, n: int | None = None, d: int | None = None, blo
                         simulated_store_bytes=get("simulated_store_bytes") or 0,
                         measured_dram_bytes=get("measured_dram_bytes"),
                         simulated_dram_bytes=get("simulated_dram_bytes"),
-                        time_s=raw.get("time_s") or raw.get("duration_s"),
+                        time_s=_time_s(raw),
                         notice=_notice(backend, raw), raw=raw)
     if not quiet:
         print(result.notice)
