@@ -242,6 +242,11 @@ NCU_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.su
                "lts__t_bytes_srcunit_tex_op_read.sum", "lts__t_bytes_srcunit_tex_op_write.sum"]
 
 
+_UNIT_SCALE = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12, "KB": 1e3, "MB": 1e6,
+               "GB": 1e9, "nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "ns": 1.0, "us": 1e3,
+               "ms": 1e6}
+
+
 def _parse_ncu_csv(text: str) -> list[dict]:
     """Rows of ``ncu --csv --print-units base`` as [{"kernel", "id", metric: value, ...}] (one per launch)."""
     lines = text.splitlines()
@@ -257,64 +262,111 @@ def _parse_ncu_csv(text: str) -> list[dict]:
         e = kernels.setdefault(kid, {"id": kid, "kernel": row.get("Kernel Name", "?")})
         val = (row.get("Metric Value") or "").replace(",", "")
         try:
-            e[row["Metric Name"]] = float(val)
+            e[row["Metric Name"]] = float(val) * _UNIT_SCALE.get((row.get("Metric Unit") or "").strip(), 1.0)
         except ValueError:
             e[row["Metric Name"]] = val
     return [kernels[k] for k in sorted(kernels)]
 
 
+REQUIRED_METRICS = NCU_METRICS[:6]
+
+
+def _setup_launches(kernel: str) -> list:
+    """Launches kernel_runner makes while preparing inputs (flash_bwd runs the forward pass first)."""
+    return ["_flash_fwd_kernel"] if kernel == "flash_bwd" else []
+
+
+def _find_ncu(ncu=None):
+    return ncu or shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
+
+
+def _launch_record(r: dict) -> dict:
+    g = lambda k: float(r.get(k, 0) or 0)  # noqa: E731
+    return {
+        "kernel": r["kernel"],
+        "dram_read_bytes": g("dram__bytes_read.sum"), "dram_write_bytes": g("dram__bytes_write.sum"),
+        "l2_bytes": g("lts__t_bytes.sum"),
+        "global_load_bytes": g("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum")
+        + g("l1tex__t_bytes_pipe_lsu_mem_global_op_ldgsts.sum"),
+        "global_store_bytes": g("l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"),
+        "l2_read_bytes_from_sm": g("lts__t_bytes_srcunit_tex_op_read.sum"),
+        "l2_write_bytes_from_sm": g("lts__t_bytes_srcunit_tex_op_write.sum"),
+        "duration_ns": g("gpu__time_duration.sum"),
+        "raw": {k: v for k, v in r.items() if k not in ("id", "kernel")},
+    }
+
+
+def ncu_profile_batch(configs: list, ncu: str | None = None, timeout: float = 480.0, warmup: int = 0) -> list:
+    """Profile several kernel calls in ONE ncu run (one child process): a list of results like ncu_profile's.
+
+    ``configs``: dicts with kwargs of :func:`kernel_runner` (kernel, n, d, block_m, block_n, causal, dtype,
+    batch, heads). Each config is called ``warmup + 1`` times; only its last call is kept. Raises FlashsimError
+    (with ncu's message) when ncu is missing or cannot read counters; :func:`ncu_profile` falls back instead.
+    """
+    exe = _find_ncu(ncu)
+    if exe is None:
+        raise FlashsimError("Nsight Compute (ncu) not found on PATH")
+    names = sorted({n for c in configs for n in KERNEL_FUNCTIONS[c["kernel"]] + _setup_launches(c["kernel"])})
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                    env.get("PYTHONPATH", "")] if p)
+    spec = json.dumps({"configs": configs, "warmup": warmup})
+    last_err = ""
+    for metrics, units in ((NCU_METRICS, True), (REQUIRED_METRICS, True), (REQUIRED_METRICS, False)):
+        cmd = [exe, "--csv", "--clock-control", "none", "--kernel-name", "regex:^(" + "|".join(names) + ")$",
+               "--metrics", ",".join(metrics)] + (["--print-units", "base"] if units else []) + \
+              [sys.executable, "-m", "flashsim.measure", "--child", spec]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        text = proc.stdout + "\n" + proc.stderr
+        if "ERR_NVGPUCTRPERM" in text:
+            raise FlashsimError("no permission to read GPU counters (ERR_NVGPUCTRPERM)")
+        rows = _parse_ncu_csv(proc.stdout)
+        if rows:
+            break
+        last_err = f"ncu exit {proc.returncode}: {text.strip()[-1500:]}"
+    else:
+        raise FlashsimError(f"ncu returned no metrics: {last_err}")
+    # assign launches to configs in order: [setup launches] + [measured launches] per config per call
+    out, pos = [], 0
+    for c in configs:
+        setup = _setup_launches(c["kernel"])
+        meas = KERNEL_FUNCTIONS[c["kernel"]]
+        seq = setup + meas * (warmup + 1)
+        got = rows[pos:pos + len(seq)]
+        pos += len(seq)
+        if [r["kernel"] for r in got] != seq:
+            raise FlashsimError(f"ncu launches out of step at {c}: expected {seq}, got {[r['kernel'] for r in got]}")
+        launches = [_launch_record(r) for r in got[-len(meas):]]
+        keys = [k for k in launches[0] if k not in ("kernel", "raw")]
+        out.append({"backend": "ncu", "config": c, "launches": launches,
+                    "total": {k: sum(L[k] for L in launches) for k in keys}})
+    return out
+
+
 def ncu_profile(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
                 batch: int = 1, heads: int = 1, warmup: int = 1, block_k: int = 32, ncu: str | None = None,
-                timeout: float = 300.0, verbose: bool = True) -> dict:
-    """Profile one call of ``kernel`` under Nsight Compute, after ``warmup`` unprofiled calls.
+                timeout: float = 300.0) -> dict:
+    """Profile one call of ``kernel`` under Nsight Compute, after ``warmup`` calls (skipped in the results).
 
-    Runs ``ncu --csv --print-units base --clock-control none --kernel-name regex:... --launch-skip ...
-    --metrics ...`` on a child ``python -m flashsim.measure --child`` process. Returns {"backend": "ncu",
+    Runs ``ncu --csv --clock-control none --kernel-name regex:... --metrics ...`` on a child
+    ``python -m flashsim.measure --child`` process and keeps the last call's launches. Returns {"backend": "ncu",
     "launches": [{"kernel", "dram_read_bytes", "dram_write_bytes", "l2_bytes", "global_load_bytes",
     "global_store_bytes", "duration_ns", ...}], "total": {...}}. When ncu is missing or may not read the
     counters, prints one line saying so and returns {"backend": "timing", ...} from :func:`timing_estimate`.
     """
-    exe = ncu or shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
-    names = KERNEL_FUNCTIONS[kernel]
-    if exe is None:
+    if _find_ncu(ncu) is None:
         print("ncu_profile: Nsight Compute (ncu) not found on PATH; falling back to a timing-based estimate")
         return timing_estimate(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k)
-    spec = dict(kernel=kernel, n=n, d=d, block_m=block_m, block_n=block_n, causal=causal, dtype=str(dtype),
-                batch=batch, heads=heads, warmup=warmup, block_k=block_k)
-    cmd = [exe, "--csv", "--print-units", "base", "--clock-control", "none",
-           "--kernel-name", "regex:^(" + "|".join(names) + ")$", "--launch-skip", str(warmup * len(names)),
-           "--launch-count", str(len(names)), "--metrics", ",".join(NCU_METRICS),
-           sys.executable, "-m", "flashsim.measure", "--child", json.dumps(spec)]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                                    env.get("PYTHONPATH", "")] if p)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    text = proc.stdout + "\n" + proc.stderr
-    if "ERR_NVGPUCTRPERM" in text:
+    cfg = dict(kernel=kernel, n=n, d=d, block_m=block_m, block_n=block_n, causal=causal, dtype=str(dtype),
+               batch=batch, heads=heads, block_k=block_k)
+    try:
+        return ncu_profile_batch([cfg], ncu=ncu, timeout=timeout, warmup=warmup)[0]
+    except FlashsimError as exc:
+        if "ERR_NVGPUCTRPERM" not in str(exc):
+            raise
         print("ncu_profile: no permission to read GPU counters (ERR_NVGPUCTRPERM); falling back to a timing-based "
               "estimate")
         return timing_estimate(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k)
-    rows = _parse_ncu_csv(proc.stdout)
-    if not rows:
-        raise FlashsimError(f"ncu returned no metrics (exit {proc.returncode}): {text.strip()[-800:]}")
-    launches = []
-    for r in rows:
-        g = lambda k: float(r.get(k, 0) or 0)  # noqa: E731
-        launches.append({
-            "kernel": r["kernel"],
-            "dram_read_bytes": g("dram__bytes_read.sum"), "dram_write_bytes": g("dram__bytes_write.sum"),
-            "l2_bytes": g("lts__t_bytes.sum"),
-            "global_load_bytes": g("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum")
-            + g("l1tex__t_bytes_pipe_lsu_mem_global_op_ldgsts.sum"),
-            "global_store_bytes": g("l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"),
-            "l2_read_bytes_from_sm": g("lts__t_bytes_srcunit_tex_op_read.sum"),
-            "l2_write_bytes_from_sm": g("lts__t_bytes_srcunit_tex_op_write.sum"),
-            "duration_ns": g("gpu__time_duration.sum"),
-            "raw": {k: v for k, v in r.items() if k not in ("id", "kernel")},
-        })
-    keys = [k for k in launches[0] if k not in ("kernel", "raw")]
-    total = {k: sum(L[k] for L in launches) for k in keys}
-    return {"backend": "ncu", "launches": launches, "total": total}
 
 
 def timing_estimate(kernel, n, d, block_m, block_n, causal=False, dtype="fp16", batch=1, heads=1, block_k=32,
@@ -331,14 +383,16 @@ def timing_estimate(kernel, n, d, block_m, block_n, causal=False, dtype="fp16", 
 
 
 def _child(spec_json: str) -> None:
-    """Entry point of the ncu child process: warm-up calls, then the profiled call."""
+    """Entry point of the ncu child process: each config's calls in order (see :func:`ncu_profile_batch`)."""
     import torch
     spec = json.loads(spec_json)
-    warmup = spec.pop("warmup")
-    fn = kernel_runner(**spec)
-    for _ in range(warmup + 1):
-        fn()
-    torch.cuda.synchronize()
+    for cfg in spec["configs"]:
+        fn = kernel_runner(**cfg)
+        for _ in range(spec.get("warmup", 0) + 1):
+            fn()
+        torch.cuda.synchronize()
+        del fn
+        torch.cuda.empty_cache()
 
 
 # --- the CLI -------------------------------------------------------------------------------------------------

@@ -1,0 +1,434 @@
+"""Validate flashsim.kernels on a real GPU, and compare measured IO with the simulator's kernel view.
+
+On the GPU machine (imports only torch, triton, numpy; matplotlib only for --plot):
+
+    PYTHONPATH=$PWD python benchmarks/gpu_validate.py --out $OUT
+
+1. Correctness sweep: N in {128, 1000, 4096}, d in {64, 80, 128}, causal or not, fp16 and bf16, forward and
+   backward through flashsim.kernels.attention; each error against a float64 reference must be at most 2x the
+   error of torch's scaled_dot_product_attention in the same dtype. Inputs random, outputs poisoned (NaN).
+2. The Triton interpreter of this machine's triton (3.6 on the lent H200): count_io == kernel_io on small cases.
+3. ncu sweep: one Nsight Compute run over >= 6 configurations per kernel; measured global/L2/DRAM bytes next to
+   kernel_io's requested bytes and the L2 model's DRAM bytes (computed in a process pool meanwhile).
+
+Writes <out>/kernels_h200.json and prints a short table last. Here (no GPU):
+
+    .venv/bin/python benchmarks/gpu_validate.py --plot benchmarks/results/kernels_h200_<date>.json \\
+        --figure figures/measured_vs_simulated_h200.png --markdown benchmarks/results/kernels_h200_<date>.md
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, HERE)
+
+# --- the ncu sweep: (kernel, batch, heads, n, d, causal, block_m, block_n) ----------------------------------
+# K/V "fit" = all heads' K and V together fit the 60 MB L2; "big" = they don't (per-head K+V > 60 MB for the
+# N=131072, d=128 cases, so even one head's K/V cannot stay in L2).
+NCU_SWEEP = [
+    ("flash_fwd", 1, 16, 1024, 64, False, 128, 64),
+    ("flash_fwd", 1, 16, 4096, 128, True, 128, 64),
+    ("flash_fwd", 2, 16, 4096, 128, False, 128, 64),
+    ("flash_fwd", 4, 8, 1000, 80, False, 128, 64),
+    ("flash_fwd", 1, 8, 16384, 128, False, 128, 64),
+    ("flash_fwd", 1, 1, 65536, 128, False, 128, 64),
+    ("flash_fwd", 1, 1, 131072, 128, False, 128, 64),
+    ("flash_fwd", 1, 2, 131072, 64, True, 128, 64),
+    ("flash_bwd", 1, 16, 1024, 64, False, 64, 64),
+    ("flash_bwd", 1, 16, 4096, 128, True, 64, 64),
+    ("flash_bwd", 2, 8, 4096, 80, False, 64, 64),
+    ("flash_bwd", 1, 4, 16384, 128, False, 64, 64),
+    ("flash_bwd", 1, 1, 65536, 128, True, 64, 64),
+    ("flash_bwd", 1, 1, 131072, 128, True, 64, 64),
+    ("naive", 1, 8, 1024, 64, False, 64, 64),
+    ("naive", 1, 8, 1024, 128, True, 64, 64),
+    ("naive", 2, 4, 1000, 80, False, 64, 64),
+    ("naive", 1, 16, 4096, 64, False, 64, 64),
+    ("naive", 1, 32, 4096, 128, True, 64, 64),
+    ("naive", 1, 1, 16384, 128, False, 64, 64),
+    ("tiled_matmul", 1, 1, 4096, 64, False, 64, 64),
+    ("tiled_matmul", 1, 1, 8192, 128, False, 64, 64),
+    ("tiled_matmul", 1, 1, 1000, 80, False, 64, 64),
+    ("tiled_matmul", 1, 1, 4096, 64, True, 64, 64),
+    ("online_softmax", 1, 1, 4096, 1, False, 64, 64),
+    ("online_softmax", 1, 1, 8192, 1, True, 64, 64),
+    ("online_softmax", 1, 1, 1000, 1, False, 64, 64),
+    ("online_softmax", 1, 1, 16384, 1, False, 64, 64),
+]
+
+
+def _cfg(row, dtype="fp16"):
+    kernel, b, h, n, d, causal, bm, bn = row
+    return dict(kernel=kernel, n=n, d=d, block_m=bm, block_n=bn, causal=causal, dtype=dtype, batch=b, heads=h)
+
+
+def _simulate(cfg):
+    """kernel_io requested bytes and the L2 model's DRAM bytes (run in a worker process)."""
+    from flashsim.kernel_io import kernel_dram, kernel_io
+    args = (cfg["kernel"], cfg["n"], cfg["d"], cfg["block_m"], cfg["block_n"], cfg["causal"], cfg["dtype"],
+            cfg["batch"], cfg["heads"])
+    io = kernel_io(*args)
+    t0 = time.time()
+    dram = kernel_dram(*args)
+    dram_nf = kernel_dram(*args, flush_writes=False)
+    launches = {}
+    for L in io.launches:
+        r, rnf = dram[L.name], dram_nf[L.name]
+        launches[L.name] = {"load_bytes": L.load_bytes, "store_bytes": L.store_bytes,
+                            "dram_read_bytes": r.dram_read_bytes, "dram_write_bytes": r.dram_write_bytes,
+                            "dram_write_bytes_noflush": rnf.dram_write_bytes}
+    return {"load_bytes": io.load_bytes, "store_bytes": io.store_bytes,
+            "dram_read_bytes": dram["total"].dram_read_bytes, "dram_write_bytes": dram["total"].dram_write_bytes,
+            "dram_write_bytes_noflush": dram_nf["total"].dram_write_bytes, "launches": launches,
+            "sim_seconds": time.time() - t0}
+
+
+def correctness_sweep(log):
+    import torch
+    import torch.nn.functional as F
+    from flashsim.kernels import attention
+    res = []
+    for n in (128, 1000, 4096):
+        for d in (64, 80, 128):
+            for causal in (False, True):
+                for dt in (torch.float16, torch.bfloat16):
+                    torch.manual_seed(n * 7 + d * 3 + causal)
+                    B, H = 1, 4
+                    q, k, v, do = (torch.randn(B, H, n, d, device="cuda", dtype=torch.float32) for _ in range(4))
+                    q, k, v, do = (x.to(dt) for x in (q, k, v, do))
+                    ql, kl, vl = (x.clone().requires_grad_() for x in (q, k, v))
+                    o = attention(ql, kl, vl, causal=causal)
+                    o.backward(do)
+                    qt, kt, vt = (x.clone().requires_grad_() for x in (q, k, v))
+                    ot = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                    ot.backward(do)
+                    qd, kd, vd = (x.double().requires_grad_() for x in (q, k, v))
+                    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+                        od = F.scaled_dot_product_attention(qd, kd, vd, is_causal=causal)
+                    od.backward(do.double())
+                    row = {"n": n, "d": d, "causal": causal, "dtype": str(dt).replace("torch.", "")}
+                    ok = True
+                    for name, ours, theirs, ref in (("o", o, ot, od), ("dq", ql.grad, qt.grad, qd.grad),
+                                                    ("dk", kl.grad, kt.grad, kd.grad),
+                                                    ("dv", vl.grad, vt.grad, vd.grad)):
+                        e_ours = ((ours.double() - ref).norm() / ref.norm()).item()
+                        e_torch = ((theirs.double() - ref).norm() / ref.norm()).item()
+                        finite = bool(torch.isfinite(ours).all())
+                        row[name] = {"err": e_ours, "torch_err": e_torch, "finite": finite}
+                        ok &= finite and e_ours <= 2 * e_torch
+                    row["pass"] = ok
+                    res.append(row)
+                    log(f"correct n={n} d={d} causal={causal} {row['dtype']}: "
+                        + " ".join(f"{k}={row[k]['err']:.2e}/{row[k]['torch_err']:.2e}" for k in ("o", "dq", "dk", "dv"))
+                        + (" OK" if ok else " FAIL"))
+                    del q, k, v, do, ql, kl, vl, qt, kt, vt, qd, kd, vd, o, ot, od
+    torch.cuda.empty_cache()
+    return res
+
+
+def other_kernels_check(log):
+    """naive, tiled_matmul, online_softmax at one size each on the GPU (fp16 and bf16)."""
+    import torch
+    import torch.nn.functional as F
+    from flashsim import kernels as K
+    out = []
+    for dt in (torch.float16, torch.bfloat16):
+        torch.manual_seed(1)
+        q, k, v = (torch.randn(1, 4, 1000, 80, device="cuda").to(dt) for _ in range(3))
+        for causal in (False, True):
+            ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+            e = lambda x: ((x.double() - ref).norm() / ref.norm()).item()  # noqa: E731
+            o = K.naive_attention(q, k, v, causal=causal)
+            ot = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            out.append({"kernel": "naive", "dtype": str(dt), "causal": causal, "err": e(o), "torch_err": e(ot),
+                        "pass": bool(torch.isfinite(o).all()) and e(o) <= 2 * e(ot)})
+        a, b = torch.randn(1000, 200, device="cuda").to(dt), torch.randn(200, 777, device="cuda").to(dt)
+        ref = a.double() @ b.double()
+        c = K.tiled_matmul(a, b)
+        e = lambda x: ((x.double() - ref).norm() / ref.norm()).item()  # noqa: E731
+        out.append({"kernel": "tiled_matmul", "dtype": str(dt), "err": e(c), "torch_err": e(a @ b),
+                    "pass": e(c) <= 2 * e(a @ b)})
+        x = torch.randn(1000, 3000, device="cuda").to(dt)
+        p, _ = K.online_softmax(x)
+        ref = torch.softmax(x.double(), 1)
+        e = lambda y: ((y.double() - ref).norm() / ref.norm()).item()  # noqa: E731
+        theirs = torch.softmax(x, 1)
+        out.append({"kernel": "online_softmax", "dtype": str(dt), "err": e(p), "torch_err": e(theirs),
+                    "pass": e(p) <= 2 * e(theirs)})
+    for r in out:
+        log(f"other {r}")
+    return out
+
+
+INTERP_CHECK = r'''
+import json, sys
+from flashsim.kernel_io import kernel_io
+from flashsim.measure import count_io, kernel_runner
+from flashsim import kernels
+assert kernels.INTERPRETER
+res = []
+for k in ("flash_fwd", "flash_bwd", "naive", "tiled_matmul", "online_softmax"):
+    for (n, d, bm, bn, c, dt) in [(97, 80, 32, 16, True, "fp16"), (64, 16, 16, 32, False, "fp32")]:
+        m = count_io(kernel_runner(k, n, d, bm, bn, c, dt, batch=1, heads=2))
+        s = kernel_io(k, n, d, bm, bn, c, dt, batch=1, heads=2)
+        res.append(dict(kernel=k, n=n, d=d, causal=c, measured=[m.load_bytes, m.store_bytes],
+                        simulated=[s.load_bytes, s.store_bytes], equal=m.per_tensor() == s.per_tensor()))
+print("INTERP_JSON" + json.dumps(res))
+'''
+
+
+def interpreter_check(log):
+    env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="", PYTHONPATH=HERE)
+    p = subprocess.run([sys.executable, "-c", INTERP_CHECK], capture_output=True, text=True, env=env, timeout=240)
+    line = next((l for l in p.stdout.splitlines() if l.startswith("INTERP_JSON")), None)
+    if line is None:
+        log(f"interpreter check failed: {p.stderr[-1500:]}")
+        return {"error": p.stderr[-3000:]}
+    res = json.loads(line[len("INTERP_JSON"):])
+    log(f"interpreter (triton here) count_io == kernel_io: {sum(r['equal'] for r in res)}/{len(res)}")
+    return res
+
+
+def bench_flash(log):
+    import torch
+    from flashsim.kernels import flash_forward
+    from flashsim.measure import bench
+    out = []
+    for (b, h, n, d, causal) in ((4, 16, 4096, 128, False), (4, 16, 4096, 128, True), (4, 16, 4096, 64, False)):
+        q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
+        ms = bench(lambda: flash_forward(q, k, v, causal=causal))
+        flops = 4 * b * h * n * n * d * (0.5 if causal else 1)
+        ms_t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
+        out.append({"b": b, "h": h, "n": n, "d": d, "causal": causal, "ms": ms, "tflops": flops / ms / 1e9,
+                    "torch_sdpa_ms": ms_t})
+        log(f"bench fwd b={b} h={h} n={n} d={d} causal={causal}: {ms:.3f} ms ({flops / ms / 1e9:.0f} TFLOP/s), "
+            f"torch SDPA {ms_t:.3f} ms")
+    return out
+
+
+def versions():
+    import numpy
+    import torch
+    import triton
+    info = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
+            "numpy": numpy.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+            "command": "PYTHONPATH=$PWD python benchmarks/gpu_validate.py --out $OUT"}
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        info.update(gpu=p.name, sms=p.multi_processor_count, l2_bytes=getattr(p, "L2_cache_size", None),
+                    memory_bytes=p.total_memory, cuda=torch.version.cuda)
+    try:
+        info["ncu"] = subprocess.run(["ncu", "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        info["ncu"] = None
+    try:
+        info["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.mem",
+                                         "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    return info
+
+
+def run_gpu(out_dir, skip_correct=False):
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "kernels_h200.json")
+    logf = open(os.path.join(out_dir, "log.txt"), "w")
+    t_start = time.time()
+
+    def log(msg):
+        line = f"[{time.time() - t_start:6.1f}s] {msg}"
+        print(line, flush=True)
+        logf.write(line + "\n")
+        logf.flush()
+
+    result = {"versions": versions()}
+    log(json.dumps(result["versions"]))
+
+    def save():
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1, default=str)
+
+    configs = [_cfg(r) for r in NCU_SWEEP]
+    pool = ProcessPoolExecutor(max_workers=8)
+    sims = [pool.submit(_simulate, c) for c in configs]
+    for name, fn in (("interpreter", interpreter_check), ("correctness", correctness_sweep),
+                     ("other_kernels", other_kernels_check), ("bench", bench_flash)):
+        if skip_correct and name in ("correctness", "other_kernels"):
+            continue
+        try:
+            result[name] = fn(log)
+        except Exception:
+            result[name] = {"error": traceback.format_exc()}
+            log(f"{name} FAILED: {traceback.format_exc()[-2000:]}")
+        save()
+    from flashsim.measure import ncu_profile_batch
+    try:
+        t0 = time.time()
+        measured = ncu_profile_batch(configs, timeout=420)
+        log(f"ncu sweep: {len(measured)} configs in {time.time() - t0:.0f}s")
+    except Exception:
+        measured = [None] * len(configs)
+        result["ncu_error"] = traceback.format_exc()
+        log(f"ncu FAILED: {traceback.format_exc()[-3000:]}")
+    rows = []
+    for c, m, s in zip(configs, measured, sims):
+        try:
+            sim = s.result(timeout=300)
+        except Exception:
+            sim = {"error": traceback.format_exc()}
+        rows.append({"config": c, "measured": m, "simulated": sim})
+    result["ncu_sweep"] = rows
+    save()
+    log("done; table:")
+    print_table(result)
+    pool.shutdown(cancel_futures=True)
+
+
+def _pct(a, b):
+    return 100.0 * (a - b) / b if b else float("nan")
+
+
+def summarize(row):
+    """Ratios of one ncu row: simulated vs measured requested (L1 global) bytes, L2 bytes and DRAM bytes."""
+    m, s = row["measured"], row["simulated"]
+    if not m or "load_bytes" not in s:
+        return None
+    t = m["total"]
+    req_meas = t["global_load_bytes"] + t["global_store_bytes"]
+    req_sim = s["load_bytes"] + s["store_bytes"]
+    l2_sm = t.get("l2_read_bytes_from_sm", 0) + t.get("l2_write_bytes_from_sm", 0)
+    dram_meas = t["dram_read_bytes"] + t["dram_write_bytes"]
+    dram_sim = s["dram_read_bytes"] + s["dram_write_bytes"]
+    return {"req_meas": req_meas, "req_sim": req_sim, "req_err_pct": _pct(req_sim, req_meas),
+            "l2_meas": l2_sm, "l2_err_pct": _pct(req_sim, l2_sm) if l2_sm else float("nan"),
+            "l2_total": t["l2_bytes"],
+            "dram_meas": dram_meas, "dram_sim": dram_sim, "dram_err_pct": _pct(dram_sim, dram_meas),
+            "dram_sim_noflush": s["dram_read_bytes"] + s["dram_write_bytes_noflush"],
+            "duration_us": t["duration_ns"] / 1e3}
+
+
+def print_table(result):
+    c = result.get("correctness")
+    if isinstance(c, list):
+        print(f"correctness: {sum(r['pass'] for r in c)}/{len(c)} cases within 2x torch's error")
+        for r in c:
+            if not r["pass"]:
+                print("  FAIL", r)
+    o = result.get("other_kernels")
+    if isinstance(o, list):
+        print(f"other kernels: {sum(r['pass'] for r in o)}/{len(o)} pass")
+    i = result.get("interpreter")
+    if isinstance(i, list):
+        print(f"interpreter count_io==kernel_io: {sum(r['equal'] for r in i)}/{len(i)}")
+    print(f"{'kernel':<15}{'BxH':>6}{'N':>7}{'d':>4}{'c':>2} {'req sim/meas MB':>19} {'err%':>6} "
+          f"{'L2sm err%':>9} {'DRAM sim/meas MB':>19} {'err%':>6} {'us':>8}")
+    for row in result.get("ncu_sweep", []):
+        cf = row["config"]
+        sm = summarize(row)
+        head = f"{cf['kernel']:<15}{cf['batch'] * cf['heads']:>6}{cf['n']:>7}{cf['d']:>4}{'c' if cf['causal'] else '':>2}"
+        if sm is None:
+            print(head, " no data")
+            continue
+        print(f"{head} {sm['req_sim'] / 1e6:>9.1f}/{sm['req_meas'] / 1e6:<9.1f} {sm['req_err_pct']:>6.1f} "
+              f"{sm['l2_err_pct']:>9.1f} {sm['dram_sim'] / 1e6:>9.1f}/{sm['dram_meas'] / 1e6:<9.1f} "
+              f"{sm['dram_err_pct']:>6.1f} {sm['duration_us']:>8.0f}")
+
+
+def plot(json_path, figure, markdown=None):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    with open(json_path) as f:
+        result = json.load(f)
+    rows = [(r, summarize(r)) for r in result["ncu_sweep"]]
+    rows = [(r, s) for r, s in rows if s]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
+    colors = {"flash_fwd": "tab:blue", "flash_bwd": "tab:orange", "naive": "tab:red", "tiled_matmul": "tab:green",
+              "online_softmax": "tab:purple"}
+    for ax, (mk, sk, title) in zip(axes, (("req_meas", "req_sim", "global-memory requests (L1 global ld+st)"),
+                                          ("dram_meas", "dram_sim", "DRAM bytes (simulated with the L2 model)"))):
+        seen = set()
+        for r, s in rows:
+            k = r["config"]["kernel"]
+            ax.scatter(s[mk], s[sk], color=colors[k], label=None if k in seen else k,
+                       marker="s" if r["config"]["causal"] else "o", s=36)
+            seen.add(k)
+        lo = min(min(s[mk], s[sk]) for _, s in rows) / 2
+        hi = max(max(s[mk], s[sk]) for _, s in rows) * 2
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+        ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="0.85", label="±10%")
+        ax.set_xscale("log"); ax.set_yscale("log")
+        ax.set_xlabel("measured by ncu (bytes)"); ax.set_ylabel("simulated by flashsim (bytes)")
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8, loc="upper left")
+    v = result["versions"]
+    fig.suptitle(f"flashsim kernel view vs Nsight Compute on {v.get('gpu')} (triton {v['triton']}, "
+                 f"{v['date_utc'][:10]}); squares: causal", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(figure, dpi=130)
+    print("wrote", figure)
+    if markdown:
+        write_markdown(result, markdown, json_path)
+
+
+def write_markdown(result, path, json_path):
+    v = result["versions"]
+    lines = [f"# flashsim kernels on {v.get('gpu')}: correctness and measured vs simulated IO", "",
+             f"- date (UTC): {v['date_utc']}; GPU: {v.get('gpu')} ({v.get('sms')} SMs, L2 {v.get('l2_bytes')} B); "
+             f"driver/clocks: {v.get('driver')}",
+             f"- python {v['python']}, torch {v['torch']} (CUDA {v.get('cuda')}), triton {v['triton']}, "
+             f"numpy {v['numpy']}; ncu: {(v.get('ncu') or '').splitlines()[-1:] }",
+             f"- command: `{v['command']}`; full numbers: `{os.path.basename(json_path)}`", ""]
+    c = result.get("correctness")
+    if isinstance(c, list):
+        lines += [f"## Correctness: {sum(r['pass'] for r in c)}/{len(c)} cases pass (error vs float64 <= 2x torch SDPA's)",
+                  "", "| N | d | causal | dtype | o err (torch) | dq err (torch) | dk err (torch) | dv err (torch) | pass |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in c:
+            lines.append(f"| {r['n']} | {r['d']} | {r['causal']} | {r['dtype']} | " + " | ".join(
+                f"{r[k]['err']:.2e} ({r[k]['torch_err']:.2e})" for k in ("o", "dq", "dk", "dv")) + f" | {r['pass']} |")
+        lines.append("")
+    lines += ["## ncu sweep: simulated vs measured bytes", "",
+              "req = kernel_io's requested global bytes vs ncu l1tex global ld(+ldgsts)+st bytes; L2sm = vs ncu "
+              "lts bytes from the SMs (read+write); DRAM = L2 model vs ncu dram read+write.", "",
+              "| kernel | B×H | N | d | causal | req sim / meas (MB) | err % | L2sm err % | DRAM sim / meas (MB) | err % | µs |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in result.get("ncu_sweep", []):
+        cf, s = row["config"], summarize(row)
+        if not s:
+            continue
+        lines.append(f"| {cf['kernel']} | {cf['batch'] * cf['heads']} | {cf['n']} | {cf['d']} | {cf['causal']} | "
+                     f"{s['req_sim'] / 1e6:.1f} / {s['req_meas'] / 1e6:.1f} | {s['req_err_pct']:.1f} | "
+                     f"{s['l2_err_pct']:.1f} | {s['dram_sim'] / 1e6:.1f} / {s['dram_meas'] / 1e6:.1f} | "
+                     f"{s['dram_err_pct']:.1f} | {s['duration_us']:.0f} |")
+    lines += ["", "## Notes", ""] + result.get("notes", [])
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("wrote", path)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "gpu_validate_out"))
+    ap.add_argument("--skip-correct", action="store_true")
+    ap.add_argument("--plot", help="a results JSON to plot (no GPU needed)")
+    ap.add_argument("--figure", default="figures/measured_vs_simulated_h200.png")
+    ap.add_argument("--markdown")
+    a = ap.parse_args()
+    if a.plot:
+        plot(a.plot, a.figure, a.markdown)
+    else:
+        run_gpu(a.out, a.skip_correct)
+
+
+if __name__ == "__main__":
+    main()
