@@ -7,11 +7,12 @@ from flashsim.exercises import ch05 as ex
 from flashsim.solutions import ch05 as sol
 from flashsim.widgets.ch05 import FlashStepper, TrafficDashboard, flash_vs_naive_errors, loop_order_bytes
 from flashsim.plots import ch05 as plots
+from flashsim.paper import PAPER_FIG2_MIDDLE_GB
 
 
 def test_traffic_dashboard_reproduces_fa1_fig2_middle():
     d = TrafficDashboard()
-    for bc, paper in plots.PAPER_FIG2_MIDDLE_GB.items():
+    for bc, paper in PAPER_FIG2_MIDDLE_GB.items():
         t = d.update(block_c=bc)
         assert round(t.hbm_bytes / 1e9, 2) == paper
         assert d.current_traffic is t

@@ -8,11 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["plot_tile_state", "plot_traffic_vs_block", "plot_loop_order", "plot_flash_vs_naive_error",
-           "PAPER_FIG2_MIDDLE_GB", "figure_to_png", "figure_fa1_fig2_middle"]
+           "figure_to_png", "figure_fa1_fig2_middle"]
 
-#: FA1 (Dao et al. 2022) Fig. 2 middle: forward HBM traffic (GB) for block sizes Bc = 64, 128, 256, 512
-#: (N = 1024, d = 64, 16 heads, batch 64, A100; Algorithm 1's count with every element in fp16).
-PAPER_FIG2_MIDDLE_GB = {64: 6.85, 128: 3.56, 256: 1.91, 512: 1.09}
+from ..paper import PAPER_FIG2_MIDDLE_GB  # FA1 Fig. 2 middle: GB per Bc (the paper's bars)
 
 _IN_SRAM = "#2ca02c"
 _IN_HBM = "#d9d9d9"
