@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 from .errors import FlashsimError
 
-__all__ = ["ENV_VAR", "size", "is_small", "pick", "device_report", "DeviceReport"]
+__all__ = ["ENV_VAR", "size", "is_small", "pick", "device_report", "DeviceReport", "Table", "COURSE_MAP",
+           "course_map"]
 
 #: the environment variable that chooses the size; "small" (CI) or unset/"full"
 ENV_VAR = "FLASHSIM_SIZE"
@@ -135,6 +136,85 @@ def device_report() -> DeviceReport:
                            "the simulator does not need a GPU"}
     return DeviceReport(device=device, gpu=gpu, interpreter=interpreter, details=details, versions=versions,
                         size=size())
+
+
+class Table:
+    """A small table that shows as HTML in Jupyter and as aligned text in a terminal."""
+
+    def __init__(self, header: list[str], rows: list[list], caption: str = ""):
+        self.header = list(header)
+        self.rows = [list(r) for r in rows]
+        self.caption = caption
+
+    @staticmethod
+    def _fmt(v) -> str:
+        if v is None:
+            return "—"
+        if isinstance(v, bool):
+            return str(v)
+        if isinstance(v, int):
+            return f"{v:,}"
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v)
+
+    def __str__(self) -> str:
+        cells = [self.header] + [[self._fmt(v) for v in r] for r in self.rows]
+        numeric = [[False] * len(self.header)] + [[isinstance(v, (int, float)) or v is None for v in r]
+                                                   for r in self.rows]
+        widths = [max(len(str(r[i])) for r in cells) for i in range(len(self.header))]
+        lines = [self.caption] if self.caption else []
+        for k, r in enumerate(cells):
+            lines.append("  ".join(str(c).rjust(w) if numeric[k][i] else str(c).ljust(w)
+                                   for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+            if k == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{h}</th>" for h in self.header)
+        def td(v):
+            align = "right" if isinstance(v, (int, float)) or v is None else "left"
+            return f"<td style='text-align:{align}'>{self._fmt(v)}</td>"
+        body = "".join("<tr>" + "".join(td(v) for v in r) + "</tr>" for r in self.rows)
+        cap = f"<caption>{self.caption}</caption>" if self.caption else ""
+        return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+#: the course, one line per chapter: (number, notebook file, title, what it shows)
+COURSE_MAP = [
+    ("00", "00_start_here.ipynb", "Start here", "the device found, versions, how the sliders work, this map"),
+    ("01", "01_memory_hierarchy.ipynb", "The memory hierarchy",
+     "HBM vs L2 vs SRAM, bandwidth, the roofline, memory- vs compute-bound, device presets side by side"),
+    ("02", "02_standard_attention.ipynb", "Standard attention and its traffic",
+     "Algorithm 0 step by step, S at N=8192 is 128 MiB, traffic vs N, the eager framework's op-by-op bytes"),
+    ("03", "03_tiling.ipynb", "Tiling",
+     "tiled Q Kᵀ in SRAM-sized tiles, SRAM and block-size sliders, the paper's block-size rule, tiles that do not fit"),
+    ("04", "04_online_softmax.ipynb", "Online softmax",
+     "running max and sum, the rescale, the merge operator, why the max is subtracted (fp16 overflow)"),
+    ("05", "05_flash_forward.ipynb", "FlashAttention forward",
+     "the loop animated, exact but not bitwise, traffic vs block size (FA1 Fig. 2), FA1 vs FA2 loop order"),
+    ("06", "06_linear_memory.ipynb", "O(N) memory", "peak memory naive vs flash as N grows, measured"),
+    ("07", "07_backward.ipynb", "The backward pass",
+     "recompute vs store P, Algorithm 4 step by step, a gradient check"),
+    ("08", "08_causal.ipynb", "Causal masking", "per-tile masks, skipped tiles, the ~2x saving, animated"),
+    ("09", "09_speedup.ipynb", "Why the speedup is real",
+     "Θ(N²d²/M) vs the measured sweep, the roofline time model, FA1 Fig. 2 left, L2 and DRAM bytes"),
+    ("10", "10_cpu_view.ipynb", "The CPU view",
+     "caches as the fast tier, a numba blocked kernel vs naive numpy, block size vs cache size"),
+    ("11", "11_pitfalls.ipynb", "Pitfalls",
+     "short sequences, mask/dtype mismatches, not sub-quadratic, the missing-rescale bug and its drift"),
+    ("12", "12_final_exercise.ipynb", "Final exercise",
+     "write the FlashAttention forward kernel in Triton; graded on output, IO and (on a GPU) speed"),
+]
+
+
+def course_map() -> Table:
+    """The map of the course as a table, one line per chapter (chapter 00)."""
+    return Table(["#", "chapter", "what it shows", "notebook"],
+                 [[n, title, what, nb] for n, nb, title, what in COURSE_MAP])
 
 
 if __name__ == "__main__":  # pragma: no cover

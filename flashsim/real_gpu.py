@@ -40,7 +40,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from .course import pick
+from .course import Table, pick
 from .errors import FlashsimError
 
 __all__ = ["KERNELS", "DEFAULT_SIZES", "compare", "Comparison", "Table"]
@@ -59,47 +59,6 @@ DEFAULT_SIZES = {
 
 _FIELDS = ("backend", "measured_load_bytes", "measured_store_bytes", "simulated_load_bytes",
            "simulated_store_bytes", "measured_dram_bytes", "simulated_dram_bytes")
-
-
-class Table:
-    """A small table that shows as HTML in Jupyter and as aligned text in a terminal."""
-
-    def __init__(self, header: list[str], rows: list[list], caption: str = ""):
-        self.header = list(header)
-        self.rows = [list(r) for r in rows]
-        self.caption = caption
-
-    @staticmethod
-    def _fmt(v) -> str:
-        if v is None:
-            return "—"
-        if isinstance(v, bool):
-            return str(v)
-        if isinstance(v, int):
-            return f"{v:,}"
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        return str(v)
-
-    def __str__(self) -> str:
-        cells = [self.header] + [[self._fmt(v) for v in r] for r in self.rows]
-        widths = [max(len(str(r[i])) for r in cells) for i in range(len(self.header))]
-        lines = [self.caption] if self.caption else []
-        for k, r in enumerate(cells):
-            lines.append("  ".join(str(c).rjust(w) if k and i else str(c).ljust(w)
-                                   for i, (c, w) in enumerate(zip(r, widths))))
-            if k == 0:
-                lines.append("  ".join("-" * w for w in widths))
-        return "\n".join(lines)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in self.header)
-        body = "".join("<tr>" + "".join(f"<td style='text-align:right'>{self._fmt(v)}</td>" for v in r) + "</tr>"
-                       for r in self.rows)
-        cap = f"<caption>{self.caption}</caption>" if self.caption else ""
-        return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 @dataclass
