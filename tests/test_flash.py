@@ -1,4 +1,4 @@
-"""FlashAttention (chapters 05, 07, 08): step mode == count mode == closed form, exactly; numbers right; errors clear."""
+"""FlashAttention (chapters 05, 07, 08): step == count == closed form, exactly; numbers right; errors clear."""
 import dataclasses
 import itertools
 
@@ -51,7 +51,7 @@ def _check_three_ways(p):
 
 
 GRID_NS = [1, 7, 64, 97, 128]
-GRID_BLOCKS = [(16, 16), (16, 32), (32, 8), (200, 256)]  # Br ≠ Bc both ways, and blocks > N
+GRID_BLOCKS = [(16, 16), (16, 32), (32, 8), (16, 5), (7, 3), (200, 256)]  # Br ≠ Bc, odd blocks, blocks > N
 
 
 @pytest.mark.parametrize("algo", ["flash1", "flash2"])
@@ -85,7 +85,7 @@ def _computed_tiles_brute_force(n, br, bc, causal):
 
 
 @pytest.mark.parametrize("algo", ["flash1", "flash2"])
-@pytest.mark.parametrize("n,br,bc", [(37, 8, 4), (37, 4, 8), (40, 8, 8), (5, 16, 2)])
+@pytest.mark.parametrize("n,br,bc", [(37, 8, 4), (37, 4, 8), (40, 8, 8), (5, 16, 2), (37, 16, 5), (29, 3, 7)])
 def test_causal_skips_exactly_the_fully_masked_tiles(algo, n, br, bc):
     for backward in (False, True):
         p = make_problem(algo, n, 4, block_r=br, block_c=bc, dtype="fp32", causal=True, backward=backward)

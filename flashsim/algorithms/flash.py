@@ -139,8 +139,8 @@ def _check_fits(problem, block_r: int, block_c: int) -> None:
             continue
         best_c = largest_fitting_block(
             lambda c: sum(sram_tile_bytes(block_r, c, *args, phase=ph).values()), cap, start=_pow2_floor(block_c))
-        best_sq = largest_fitting_block(
-            lambda s: sum(sram_tile_bytes(s, s, *args, phase=ph).values()), cap, start=_pow2_floor(max(block_r, block_c)))
+        best_sq = largest_fitting_block(lambda s: sum(sram_tile_bytes(s, s, *args, phase=ph).values()), cap,
+                                        start=_pow2_floor(max(block_r, block_c)))
         fixes = []
         if best_c:
             fixes.append(f"use block_c ≤ {best_c} (with block_r={block_r})")
@@ -648,13 +648,13 @@ def _as_heads(name: str, x, heads: int, n: int, d: int) -> np.ndarray:
 
 
 def step_host_bytes(problem, br: int, bc: int, record_events: bool = True) -> int:
-    """Host memory step mode needs: the HBM tensors of one head (fp32), the outputs of all heads, and head 0's
-    event log (≈ 8 events per tile, each with its m, l and maybe O rows)."""
+    """Host memory step mode needs (an estimate, for the budget check): one head's HBM tensors (fp32), the outputs
+    of all heads, and head 0's event log: about 16 events of ~500 bytes per tile per phase, plus the m, l rows."""
     n, d, h = problem.n, problem.d, problem.heads
     tensors = (12 if problem.backward else 6) * n * d * 4 + 4 * n * 4
     outputs = h * (4 if problem.backward else 1) * n * d * 4 + h * n * 4
-    tiles = _n_blocks(n, br) * _n_blocks(n, bc)
-    events = tiles * (8 * 200 + 2 * min(br, n) * 4) if record_events else 0
+    tiles = _n_blocks(n, br) * _n_blocks(n, bc) * (2 if problem.backward else 1)
+    events = tiles * (16 * 500 + 2 * min(br, n) * 4) if record_events else 0
     return tensors + outputs + events
 
 
@@ -668,7 +668,9 @@ def run_flash(problem, q, k, v, do=None, memory: Memory | None = None, record_ev
     """
     br, bc = resolve_blocks(problem)
     n, d, h = problem.n, problem.d, problem.heads
-    check_host_budget(step_host_bytes(problem, br, bc, record_events))
+    check_host_budget(step_host_bytes(problem, br, bc, record_events),
+                      fix="use record_events=False (no event log), larger blocks, a smaller N, or count mode "
+                          "(count_flash / flashsim.traffic), which needs no numbers")
     q, k, v = (_as_heads(nm, x, h, n, d) for nm, x in (("q", q), ("k", k), ("v", v)))
     if problem.backward:
         do = _as_heads("do", do, h, n, d)
