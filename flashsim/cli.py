@@ -168,7 +168,9 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser(with_measure=argv[:1] == ["measure"])
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown and args.func is not _cmd_measure_missing:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         return args.func(args)
     except FlashsimError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,0 +1,131 @@
+"""The flashsim command: traffic, simulate [--check], paper, measure; errors exit 2 without a traceback."""
+import json
+import subprocess
+import sys
+import types
+from dataclasses import fields
+
+import pytest
+
+from flashsim import cli
+from flashsim.api import Traffic, traffic
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_traffic_json_same_fields_as_api(capsys):
+    code, out, _ = run(capsys, "traffic", "--algo", "flash2", "--n", "1024", "--d", "64", "--block-r", "64",
+                       "--block-c", "128", "--heads", "4", "--dtype", "bf16", "--causal", "--backward",
+                       "--device", "a100", "--sram-bytes", "200000", "--json")
+    assert code == 0
+    obj = json.loads(out)
+    assert list(obj) == [f.name for f in fields(Traffic)]
+    t = traffic("flash2", 1024, 64, 64, 128, heads=4, dtype="bf16", causal=True, backward=True, device="a100",
+                sram_bytes=200000)
+    assert obj == t.as_dict()
+
+
+def test_traffic_human_output(capsys):
+    code, out, _ = run(capsys, "traffic", "--algo", "naive", "--n", "1024", "--d", "64")
+    assert code == 0
+    assert str((3 * 1024 * 64 + 2 * 1024**2) * 2) in out and "memory-bound" in out
+
+
+def test_traffic_eager_options(capsys):
+    code, out, _ = run(capsys, "traffic", "--algo", "eager", "--n", "256", "--d", "32", "--eager-ops",
+                       "megatron2020", "--dropout-p", "0.1", "--json")
+    assert code == 0 and json.loads(out)["eager_ops"] == "megatron2020"
+
+
+def test_simulate_check_passes(capsys):
+    code, out, _ = run(capsys, "simulate", "--algo", "flash1", "--n", "96", "--d", "16", "--dtype", "fp16",
+                       "--causal", "--backward", "--check")
+    assert code == 0 and "check: ok" in out.replace("  ", " ").replace("  ", " ")
+
+
+def test_simulate_json(capsys):
+    code, out, _ = run(capsys, "simulate", "--algo", "naive", "--n", "64", "--d", "16", "--dtype", "fp32",
+                       "--json", "--seed", "4")
+    obj = json.loads(out)
+    assert code == 0 and obj["ok"] and obj["rel_error"] < 1e-6 and obj["seed"] == 4
+    assert set(f.name for f in fields(Traffic)) <= set(obj)
+
+
+def test_simulate_check_fails_when_error_exceeds_tolerance(capsys, monkeypatch):
+    import flashsim.api as api
+    monkeypatch.setattr(api, "tolerance", lambda dtype, plain: 0.0)
+    code, _, err = run(capsys, "simulate", "--algo", "flash2", "--n", "64", "--d", "16", "--check")
+    assert code == 1 and "exceeds" in err
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["traffic", "--n", "0", "--d", "64"], "n=0"),
+    (["traffic", "--n", "64", "--d", "-1"], "d=-1"),
+    (["traffic", "--n", "64", "--d", "64", "--block-r", "0"], "block_r=0"),
+    (["traffic", "--n", "64", "--d", "64", "--block-c", "100000", "--algo", "flash1"], "SRAM"),
+    (["traffic", "--n", "64", "--d", "64", "--device", "v100"], "unknown device"),
+    (["traffic", "--n", "64", "--d", "64", "--dtype", "int8"], "unknown dtype"),
+    (["traffic", "--n", "64", "--d", "64", "--algo", "flash9"], "unknown algo"),
+    (["simulate", "--n", "65536", "--d", "128", "--heads", "64"], "host memory"),
+    (["simulate", "--n", "64", "--d", "16", "--algo", "naive", "--dropout-p", "0.1"], "no dropout"),
+])
+def test_bad_input_prints_error_and_exits_2(capsys, argv, match):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.startswith("error: ") and match in err
+    assert "Traceback" not in err + out
+
+
+def test_bad_input_subprocess_no_traceback():
+    p = subprocess.run([sys.executable, "-m", "flashsim", "traffic", "--n", "-3", "--d", "64"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.startswith("error: ") and "Traceback" not in p.stderr
+
+
+def test_python_dash_m_flashsim():
+    p = subprocess.run([sys.executable, "-m", "flashsim", "traffic", "--algo", "flash2", "--n", "128", "--d", "32",
+                        "--json"], capture_output=True, text=True, check=True)
+    assert json.loads(p.stdout)["n"] == 128
+
+
+def test_paper_subcommand(capsys, monkeypatch):
+    import flashsim.paper as paper
+    monkeypatch.setattr(paper, "fig2_left", lambda l2=True: _fake_left())
+    code, out, _ = run(capsys, "paper", "--no-l2")
+    assert code == 0
+    for gb in ("6.85", "3.56", "1.91", "1.09", "40.3", "4.4"):
+        assert gb in out
+
+
+def _fake_left():
+    row = dict(label="x", algo="eager", eager_ops=None, block_r=64, block_c=64, hbm_bytes=1, hbm_gb=36.0,
+               gflops=1.0, roofline_ms=1.0, dram_gb=None, paper_gb=40.3, paper_gflops=1, paper_runtime_ms=1,
+               rel_diff=-0.1)
+    flash = dict(row, algo="flash1", paper_gb=4.4)
+    return {"standard": row, "flashattention": flash, "alternatives": []}
+
+
+def test_measure_delegates_lazily(capsys, monkeypatch):
+    calls = {}
+    fake = types.ModuleType("flashsim.measure")
+    fake.add_measure_arguments = lambda p: p.add_argument("--kernel")
+    fake.run_measure = lambda args: calls.setdefault("kernel", args.kernel) and 0
+    monkeypatch.setitem(sys.modules, "flashsim.measure", fake)
+    code, _, _ = run(capsys, "measure", "--kernel", "flash_fwd")
+    assert code == 0 and calls["kernel"] == "flash_fwd"
+
+
+def test_measure_missing_gives_clear_error(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "flashsim.measure", None)  # import fails
+    code, _, err = run(capsys, "measure", "--kernel", "flash_fwd")
+    assert code == 2 and "error:" in err and "torch" in err
+
+
+def test_traffic_does_not_import_torch():
+    code = ("import sys; from flashsim.cli import main; main(['traffic', '--n', '64', '--d', '16', '--json']); "
+            "assert 'torch' not in sys.modules and 'flashsim.measure' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
