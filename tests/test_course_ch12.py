@@ -128,3 +128,40 @@ def test_speed_against_sdpa():
     speed = v.details["speed"]
     print(speed)
     assert speed["slowdown_vs_sdpa"] < 4.0
+
+
+def test_kv_bytes_checker():
+    from flashsim.exercises.ch12 import check_kernel_kv_bytes
+    from flashsim.solutions.ch12 import kernel_kv_bytes
+    assert check_kernel_kv_bytes(kernel_kv_bytes)
+    # off-by-one block: floor instead of ceil for the number of row blocks
+    assert not check_kernel_kv_bytes(lambda n, d, bm, bn, causal, es: 2 * (n // bm) * n * d * es)
+    # causal ignored
+    assert not check_kernel_kv_bytes(lambda n, d, bm, bn, causal, es: 2 * -(-n // bm) * n * d * es)
+
+
+def test_dashboard_without_a_kernel_frontend():
+    from flashsim.widgets.ch12 import KernelBlockDashboard, learner_or_solution, template_source
+    dash = KernelBlockDashboard(flash_inner, n=64, d=16)
+    before = dict(dash.current)
+    dash.update(block_m=64, causal=True)
+    assert dash.current["block_m"] == 64 and dash.current["causal"]
+    if flashsim.kernels.INTERPRETER:
+        assert dash.current["exact"] and before["exact"]
+        kv = dash.current["simulated"]["loads"]["K"]
+        assert kv < before["simulated"]["loads"]["K"]
+    assert "BLOCK_M=64" in dash.readout()
+    assert dash.figure() is not None
+    with pytest.raises(ValueError):
+        dash.update(block_n=48)
+    assert "_flash_template_kernel" in template_source()
+    assert learner_or_solution(inner_stub, False) is flash_inner
+    assert learner_or_solution(inner_stub, True) is inner_stub
+
+
+def test_speed_plot_without_gpu():
+    from flashsim.plots.ch12 import plot_speed_vs_sdpa
+    assert plot_speed_vs_sdpa(None) is not None
+    fake = {"learner_ms": 1.0, "flashsim_ms": 0.9, "sdpa_ms": 0.7, "tflops": {"learner": 1, "flashsim": 1, "sdpa": 2},
+            "size": {"n": 8, "d": 8, "batch": 1, "heads": 1, "causal": False, "dtype": "fp16"}}
+    assert plot_speed_vs_sdpa(fake) is not None

@@ -26,7 +26,7 @@ import numpy as np
 
 from .ch05 import finish
 
-__all__ = ["check_flash_kernel", "learner_kernel_comparison", "run_learner_kernel", "sdpa_speed",
+__all__ = ["check_flash_kernel", "check_kernel_kv_bytes", "learner_kernel_comparison", "run_learner_kernel", "sdpa_speed",
            "CH12_SPEED_SIZES", "CH12_CHECK_CASES"]
 
 #: (n, d, heads, causal, block_m, block_n, score amplitude) cases the output and IO checks run in the interpreter
@@ -153,12 +153,13 @@ def check_flash_kernel(inner, *, check_speed: bool | None = None, max_slowdown: 
         where = f"N={n}, d={d}, heads={heads}, causal={causal}, BLOCK_M={bm}, BLOCK_N={bn}"
         q, k, v = _inputs(1, heads, n, d, dtype, device, seed=100 + idx, amplitude=amp)
         try:
-            if interp:
-                from ..measure import count_io
-                counted = count_io(run_learner_kernel, inner, q, k, v, causal, bm, bn)
-                o, lse = counted.result
-            else:
-                o, lse = run_learner_kernel(inner, q, k, v, causal, bm, bn)
+            with np.errstate(all="ignore"):   # a stub's 0/0 is reported below, not warned about
+                if interp:
+                    from ..measure import count_io
+                    counted = count_io(run_learner_kernel, inner, q, k, v, causal, bm, bn)
+                    o, lse = counted.result
+                else:
+                    o, lse = run_learner_kernel(inner, q, k, v, causal, bm, bn)
         except Exception as exc:  # noqa: BLE001 - a learner's bug is reported, not raised
             msg = str(exc).strip().splitlines()
             return finish(name, False, f"your kernel raised {type(exc).__name__} at {where}: "
@@ -259,3 +260,36 @@ def learner_kernel_comparison(inner, *, n: int | None = None, d: int | None = No
     if not quiet:
         print(result.notice)
     return result
+
+
+def check_kernel_kv_bytes(fn):
+    """Exercise 12.2: ``fn(n, d, block_m, block_n, causal, elem_bytes) -> int``, the K + V bytes the kernel loads.
+
+    Compared with :func:`flashsim.kernel_io.kernel_io` (which the interpreter's counts equal) on divisible and
+    ragged N, causal and not, BLOCK_M smaller, equal and larger than BLOCK_N.
+    """
+    from ..kernel_io import kernel_io
+    name = "kernel_kv_bytes"
+    rows = []
+    for n, d, bm, bn, causal, es in ((256, 64, 64, 64, False, 2), (200, 64, 64, 32, False, 2),
+                                     (256, 64, 64, 64, True, 2), (200, 32, 32, 64, True, 4),
+                                     (130, 16, 16, 32, True, 2), (4096, 128, 128, 64, True, 2)):
+        dtype = {2: "fp16", 4: "fp32"}[es]
+        want_t = kernel_io("flash_fwd", n, d, bm, bn, causal=causal, dtype=dtype).per_tensor()
+        want = sum(L["loads"].get("K", 0) + L["loads"].get("V", 0) for L in want_t.values())
+        try:
+            got = int(fn(n, d, bm, bn, causal, es))
+        except Exception as exc:  # noqa: BLE001 - a learner's bug is reported, not raised
+            return finish(name, False, f"raised {type(exc).__name__}: {exc} (n={n}, d={d}, BLOCK_M={bm}, "
+                          f"BLOCK_N={bn}, causal={causal})")
+        rows.append((f"N={n},{'c' if causal else 'nc'}", got, 0, want, 0))
+        if got != want:
+            if causal:
+                hint = "causal: program i stops at min((i+1)*BLOCK_M, N), rounded up to whole BLOCK_N tiles"
+            elif n % bm or n % bn:
+                hint = "ragged N: ceil(N / BLOCK_M) programs, and the last K/V tile is masked at N"
+            else:
+                hint = "each of the ceil(N / BLOCK_M) programs loads all N rows of K and of V"
+            return finish(name, False, f"got {got:,} B, the kernel view says {want:,} B at n={n}, d={d}, "
+                          f"BLOCK_M={bm}, BLOCK_N={bn}, causal={causal}: {hint}", rows)
+    return finish(name, True, f"K + V bytes match the kernel view on {len(rows)} cases", rows)

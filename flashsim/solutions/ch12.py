@@ -12,7 +12,7 @@ from .. import kernels as _kernels  # noqa: F401,I001
 import triton  # noqa: E402,F401
 import triton.language as tl  # noqa: E402
 
-__all__ = ["flash_inner"]
+__all__ = ["flash_inner", "kernel_kv_bytes"]
 
 
 @triton.jit
@@ -36,3 +36,13 @@ def flash_inner(q, m_i, l_i, acc, k_base, v_base, stride_n, start_n, offs_m, off
     v = tl.load(v_base + cols[:, None] * stride_n + offs_d[None, :], mask=kv_mask, other=0.0)
     acc += tl.dot(p.to(v.dtype), v)
     return m_new, l_i, acc
+
+
+def kernel_kv_bytes(n: int, d: int, block_m: int, block_n: int, causal: bool, elem_bytes: int) -> int:
+    """Exercise 12.2: bytes of K plus V one head's forward kernel loads (masked loads count real rows only)."""
+    total_rows = 0
+    for i in range(-(-n // block_m)):                      # one program per Q row block, ceil(N / BLOCK_M)
+        hi = min((i + 1) * block_m, n) if causal else n     # the template's loop bound
+        for start in range(0, hi, block_n):                 # whole tiles up to hi ...
+            total_rows += min(block_n, n - start)           # ... masked at N
+    return 2 * total_rows * d * elem_bytes                  # K and V
