@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import get_num_threads, get_thread_id, njit, prange, types
+from numba import get_num_threads, get_thread_id, njit, prange, set_parallel_chunksize, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -301,11 +301,8 @@ def _flash_forward(qp, ktp, vp, out, lse, n, d, dp, br, bc, causal, ws_s, ws_acc
     nqb = (n + br - 1) // br
     ntasks = bh * nqb
     for t in prange(ntasks):
-        # pair heavy and light causal blocks when the tasks are split into contiguous chunks per thread
         h = t // nqb
-        tt = t % nqb
-        half = tt // 2
-        qb = half if tt % 2 == 0 else nqb - 1 - half
+        qb = nqb - 1 - t % nqb  # last Q blocks first: under a causal mask they are the longest
         i0 = qb * br
         rows = min(br, n - i0)
         rows_pad = (rows + TILE_ROWS - 1) // TILE_ROWS * TILE_ROWS
@@ -493,7 +490,13 @@ def flash_attention_cpu(q, k, v, causal=False, sm_scale=None, block_r=None, bloc
     ws_ml = np.empty((threads, 2, br), np.float32)
     out = np.empty((bh, n, d), np.float32)
     lse = np.empty((bh, n), np.float32)
-    _flash_forward(qp, ktp, vp, out, lse, n, d, dp, br, bc, bool(causal), ws_s, ws_acc, ws_ml)
+    # hand out the (head, Q block) tasks one at a time (dynamic scheduling): a core busy with something else, or a
+    # short causal block, then delays nobody
+    old_chunk = set_parallel_chunksize(1)
+    try:
+        _flash_forward(qp, ktp, vp, out, lse, n, d, dp, br, bc, bool(causal), ws_s, ws_acc, ws_ml)
+    finally:
+        set_parallel_chunksize(old_chunk)
     out = out.reshape(shape)
     if return_lse:
         return out, lse.reshape(shape[:-1])
