@@ -175,6 +175,13 @@ from flashsim.kernel_io import kernel_io
 from flashsim.measure import count_io, kernel_runner
 from flashsim import kernels
 assert kernels.INTERPRETER
+import numpy, triton
+print("INTERP_VERSIONS", numpy.__version__, triton.__version__)
+try:
+    kernels.interpreter_self_check()
+except Exception as exc:
+    print("INTERP_JSON" + json.dumps({"self_check_error": f"{type(exc).__name__}: {exc}"}))
+    sys.exit(0)
 res = []
 for k in ("flash_fwd", "flash_bwd", "naive", "tiled_matmul", "online_softmax"):
     for (n, d, bm, bn, c, dt) in [(97, 80, 32, 16, True, "fp16"), (64, 16, 16, 32, False, "fp32")]:
@@ -187,15 +194,32 @@ print("INTERP_JSON" + json.dumps(res))
 
 
 def interpreter_check(log):
-    env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="", PYTHONPATH=HERE)
-    p = subprocess.run([sys.executable, "-c", INTERP_CHECK], capture_output=True, text=True, env=env, timeout=240)
-    line = next((l for l in p.stdout.splitlines() if l.startswith("INTERP_JSON")), None)
-    if line is None:
-        log(f"interpreter check failed: {p.stderr[-1500:]}")
-        return {"error": p.stderr[-3000:]}
-    res = json.loads(line[len("INTERP_JSON"):])
-    log(f"interpreter (triton here) count_io == kernel_io: {sum(r['equal'] for r in res)}/{len(res)}")
-    return res
+    """count_io == kernel_io in this machine's Triton interpreter, with its numpy and, if carried, numpy 2.4."""
+    out = {}
+    wheels = [os.path.join(HERE, ".whl", f) for f in os.listdir(os.path.join(HERE, ".whl"))] \
+        if os.path.isdir(os.path.join(HERE, ".whl")) else []
+    runs = [("system_numpy", HERE)]
+    if wheels:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                        "--target", "/tmp/np_carried"] + wheels, check=False)
+        runs.append(("carried_numpy", "/tmp/np_carried" + os.pathsep + HERE))
+    for name, pypath in runs:
+        env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="", PYTHONPATH=pypath)
+        p = subprocess.run([sys.executable, "-c", INTERP_CHECK], capture_output=True, text=True, env=env,
+                           timeout=240)
+        vers = next((l for l in p.stdout.splitlines() if l.startswith("INTERP_VERSIONS")), "")
+        line = next((l for l in p.stdout.splitlines() if l.startswith("INTERP_JSON")), None)
+        if line is None:
+            log(f"interpreter check ({name}) failed: {p.stderr[-1500:]}")
+            out[name] = {"versions": vers, "error": p.stderr[-3000:]}
+            continue
+        res = json.loads(line[len("INTERP_JSON"):])
+        out[name] = {"versions": vers, "results": res}
+        if isinstance(res, dict):
+            log(f"interpreter ({name}, {vers}): {res}")
+        else:
+            log(f"interpreter ({name}, {vers}) count_io == kernel_io: {sum(r['equal'] for r in res)}/{len(res)}")
+    return out
 
 
 def bench_flash(log):
@@ -326,9 +350,12 @@ def print_table(result):
     o = result.get("other_kernels")
     if isinstance(o, list):
         print(f"other kernels: {sum(r['pass'] for r in o)}/{len(o)} pass")
-    i = result.get("interpreter")
-    if isinstance(i, list):
-        print(f"interpreter count_io==kernel_io: {sum(r['equal'] for r in i)}/{len(i)}")
+    for name, i in (result.get("interpreter") or {}).items():
+        r = i.get("results") if isinstance(i, dict) else None
+        if isinstance(r, list):
+            print(f"interpreter ({name}, {i['versions']}) count_io==kernel_io: {sum(x['equal'] for x in r)}/{len(r)}")
+        else:
+            print(f"interpreter ({name}): {r or i}")
     print(f"{'kernel':<15}{'BxH':>6}{'N':>7}{'d':>4}{'c':>2} {'req sim/meas MB':>19} {'err%':>6} "
           f"{'L2sm err%':>9} {'DRAM sim/meas MB':>19} {'err%':>6} {'us':>8}")
     for row in result.get("ncu_sweep", []):

@@ -281,7 +281,11 @@ def _find_ncu(ncu=None):
 
 
 def _launch_record(r: dict) -> dict:
-    g = lambda k: float(r.get(k, 0) or 0)  # noqa: E731
+    def g(k):       # ncu prints "n/a" for a metric a kernel does not have: count it as 0
+        try:
+            return float(r.get(k, 0) or 0)
+        except (TypeError, ValueError):
+            return 0.0
     return {
         "kernel": r["kernel"],
         "dram_read_bytes": g("dram__bytes_read.sum"), "dram_write_bytes": g("dram__bytes_write.sum"),

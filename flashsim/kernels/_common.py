@@ -114,9 +114,10 @@ def poison_like(t: torch.Tensor, shape=None, dtype=None) -> torch.Tensor:
 
 @triton.jit
 def _self_check_kernel(X, Y, N, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    x = tl.load(X + offs, mask=offs < N, other=0.0)
-    tl.store(Y + offs, x * 2.0 + 1.0, mask=offs < N)
+    for start in range(0, N, BLOCK):          # a loop over a runtime bound, as every flashsim kernel has
+        offs = start + tl.arange(0, BLOCK)
+        x = tl.load(X + offs, mask=offs < N, other=0.0)
+        tl.store(Y + offs, x * 2.0 + 1.0, mask=offs < N)
 
 
 def interpreter_self_check(force: bool = False) -> None:
@@ -127,10 +128,16 @@ def interpreter_self_check(force: bool = False) -> None:
     x = torch.arange(1, 11, dtype=torch.float32)
     y = torch.zeros(10, dtype=torch.float32)
     try:
-        _self_check_kernel[(1,)](x, y, 10, BLOCK=16)
+        _self_check_kernel[(1,)](x, y, 10, BLOCK=8)
     except Exception as exc:  # pragma: no cover - depends on the installation
-        raise FlashsimError(f"the Triton interpreter failed a 10-element self-check ({exc!r}): install the pinned "
-                            "versions (pip install -e . ; triton and numpy must match)") from exc
+        import numpy
+        hint = ""
+        if "0-dimensional" in repr(exc):
+            hint = (" (Triton < 3.7's interpreter converts 1-element arrays to int, which numpy >= 2.5 refuses: "
+                    "pip install 'numpy<2.5', or a newer triton)")
+        raise FlashsimError(f"the Triton interpreter failed a 10-element self-check with numpy "
+                            f"{numpy.__version__} and triton {triton.__version__}{hint}: {exc!r}. Install the "
+                            "pinned versions (pip install -e .): triton and numpy must match") from exc
     if not torch.equal(y, x * 2 + 1):
         import numpy
         raise FlashsimError(f"the Triton interpreter returned wrong numbers on a 10-element self-check "
