@@ -54,6 +54,9 @@ from ..dtypes import canonical_dtype, dtype_bytes, round_to
 from ..errors import FlashsimError
 from ..memory import Counters, Memory, check_host_budget, check_tile_set_fits, largest_fitting_block
 
+__all__ = ["FlashCount", "FlashRun", "count_flash", "reference_attention", "reference_attention_grads",
+           "resolve_blocks", "run_flash", "softmax_scale", "sram_peak_bytes", "sram_tile_bytes", "step_host_bytes"]
+
 FLASH_ALGOS = ("flash1", "flash2")
 ACC_BYTES = 4  # fp32: S/P tiles, accumulators and the running m, l are fp32 on chip
 
