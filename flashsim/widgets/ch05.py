@@ -91,6 +91,11 @@ class FlashStepper:
         self.all_events = list(self.run.memory.events)
         self.events = [ev for ev in self.all_events if ev.kind != "free"]
         self.n_steps = len(self.events)
+        self.first_backward_step = 0
+        if backward:  # the forward's steps come first: count them with a forward-only run of the same problem
+            fwd = run_flash(make_problem(algo, n, d, block_r=block_r, block_c=block_c, dtype=dtype, causal=causal,
+                                         device="h200", sram_bytes=sram_bytes), q, k, v)
+            self.first_backward_step = sum(ev.kind != "free" for ev in fwd.memory.events)
         self.tr, self.tc = math.ceil(n / block_r), math.ceil(n / block_c)
         moved = {ev.tensor for ev in self.events if ev.kind in ("load", "store")}
         self.tensors = [t for t in ("Q", "K", "V", "O", "m", "l", "L", "dO", "D", "dQ", "dK", "dV") if t in moved]
