@@ -309,9 +309,8 @@ class StandardCount:
 def _count_op(op: Op, prog: Program, r: np.ndarray, c: np.ndarray, d: int, cnt: Counters) -> None:
     """Add one op's bytes, reuse and FLOPs over the tile grid (rows r, columns c) to `cnt`, without numbers."""
     b = {name: storage_bytes(dt) for name, dt in prog.dtypes.items()}
-    rr, cc = np.meshgrid(r, c, indexing="ij")  # (Tr, Tc): every tile's rows and columns
-    area = int((rr * cc).sum())
     tr, tc = len(r), len(c)
+    area = int(r.sum()) * int(c.sum())  # Σ_i Σ_j r_i·c_j over the (Tr, Tc) tile grid: every tile's elements
     if op.kind == "gemm_nn":
         a, bb = op.ins
         cnt.add_read(a, int(r.sum()) * d * b[a])  # A_i first read at j = 0, then on chip
