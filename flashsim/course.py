@@ -22,7 +22,6 @@ interpreter on by itself.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import platform
 import sys
@@ -97,12 +96,17 @@ class DeviceReport:
                 "versions": self.versions, "size": self.size}
 
 
-def _version(module: str):
+def _version(dist: str):
+    """Installed version of a distribution, read from its metadata: nothing is imported (importing triton before
+    :mod:`flashsim.kernels` decides TRITON_INTERPRET would break the interpreter)."""
+    from importlib import metadata
     try:
-        mod = importlib.import_module(module)
-    except Exception:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        if dist == "flashsim":
+            from . import __version__
+            return __version__
         return None
-    return getattr(mod, "__version__", "unknown")
 
 
 def device_report() -> DeviceReport:
@@ -111,14 +115,15 @@ def device_report() -> DeviceReport:
     A CUDA GPU when torch sees one (unless TRITON_INTERPRET is set, which forces the interpreter), else the
     Triton interpreter on the CPU.
     """
+    from . import kernels  # decides TRITON_INTERPRET before anything imports triton
     import torch
 
     versions = {"python": platform.python_version()}
     for name in ("flashsim", "torch", "triton", "numpy", "numba", "matplotlib", "ipywidgets"):
         versions[name] = _version(name)
     gpu = bool(torch.cuda.is_available())
-    forced = os.environ.get("TRITON_INTERPRET", "") not in ("", "0")
-    interpreter = forced or not gpu
+    interpreter = bool(kernels.INTERPRETER)
+    forced = interpreter and gpu
     details: dict = {}
     if gpu:
         props = torch.cuda.get_device_properties(0)

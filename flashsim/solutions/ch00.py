@@ -1,0 +1,19 @@
+"""Solutions of chapter 00's exercises (Start here)."""
+from __future__ import annotations
+
+import math
+
+from ..dtypes import dtype_bytes
+from ..hardware import get_device
+
+__all__ = ["tensor_bytes", "transfer_time"]
+
+
+def tensor_bytes(shape, dtype) -> int:
+    """Exercise 00.1: elements × bytes per element."""
+    return math.prod(shape) * dtype_bytes(dtype)
+
+
+def transfer_time(nbytes, device) -> float:
+    """Exercise 00.2: bytes ÷ HBM bandwidth (bytes per second) of the preset."""
+    return nbytes / get_device(device).hbm_bandwidth_bytes_per_s
