@@ -21,7 +21,7 @@ output, the counters (equal to :func:`traffic`'s), and the error against a float
 plain implementation of the same formula in the same dtype. **The simulation is exact in real arithmetic, not
 bitwise**: tiling and the online softmax reorder the floating-point sums, so the result differs from a float64
 computation by rounding error only; in fp32 that is below 1e-6 relative, in fp16/bf16 at most twice the error of
-the plain implementation (``ok``).
+the plain implementation (``ok``, see :func:`tolerance`).
 """
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ class Simulation:
     out: (heads, N, d) float32 as stored in HBM; grads: (dq, dk, dv) when backward; memory: head 0's Memory with
     its Event log (``sim.memory.events[i]`` is step i). rel_error = max|x − ref| / max|ref| over the output (and
     the gradients); plain_rel_error the same for a plain implementation in the same dtype. ok: rel_error ≤
-    tolerance (1e-6 in fp32, 2 × plain_rel_error in fp16/bf16).
+    tolerance (max(1e-6, 2 × plain_rel_error), per output: 1e-6 in fp32 for any well-conditioned output).
     """
 
     traffic: Traffic
@@ -222,10 +222,13 @@ def traffic(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", causa
 # --- step mode -----------------------------------------------------------------------------------------------
 
 def tolerance(dtype: str, plain_rel_error: float) -> float:
-    """The error simulate --check accepts: 1e-6 relative in fp32; in fp16/bf16 twice the plain implementation's
-    error (at least 1e-6)."""
-    if dtype == "fp32":
-        return FP32_REL_TOLERANCE
+    """The relative error simulate --check accepts for one output: twice the plain same-dtype implementation's,
+    and never less than 1e-6.
+
+    In fp32 the plain error is ~1e-7, so this is the 1e-6 the course promises; only an ill-conditioned output
+    (a gradient that is a small difference of large terms, e.g. N = 2, d = 1) gets the plain fp32 error's slack.
+    In fp16/bf16 it is "at most twice the error of a plain fp16 implementation of the same formula".
+    """
     return max(2.0 * plain_rel_error, FP32_REL_TOLERANCE)
 
 

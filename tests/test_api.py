@@ -112,10 +112,14 @@ def test_simulate_hypothesis_finite_and_consistent(algo, n, d, br, bc, causal, b
     sim = simulate(algo, n, d, seed=seed, record_events=False, **kw)
     assert sim.traffic == traffic(algo, n, d, **kw)
     assert np.isfinite(sim.out).all()
-    if dtype == "fp32":
-        assert sim.rel_error < 1e-5
-    else:
-        assert sim.rel_error < 0.05
+    if backward:
+        assert all(np.isfinite(g).all() for g in sim.grads)
+    # O is a convex combination of V's rows: measure its error against max|V| (well-conditioned at any size)
+    from flashsim.dtypes import UNIT_ROUNDOFF, round_to
+    rng = np.random.default_rng(seed)
+    q, k, v = (round_to(rng.standard_normal((1, n, d), dtype=np.float32)[0], dtype) for _ in range(3))
+    ref, _ = reference_outputs(q, k, v, causal=causal)
+    assert np.abs(sim.out[0] - ref).max() <= 32 * UNIT_ROUNDOFF[dtype] * np.abs(v).max()
 
 
 @pytest.mark.parametrize("algo", ALGOS)
@@ -137,7 +141,8 @@ def test_extreme_scores_fp16_finite_where_reference_finite(algo):
 
 
 def test_tolerance_rule():
-    assert tolerance("fp32", 0.5) == 1e-6
+    assert tolerance("fp32", 1e-8) == 1e-6
+    assert tolerance("fp32", 1e-5) == 2e-5  # an ill-conditioned output: the plain fp32 error's slack
     assert tolerance("fp16", 1e-3) == 2e-3
     assert tolerance("bf16", 0.0) == 1e-6
 
@@ -239,3 +244,47 @@ def test_import_is_light():
             "print([m for m in ('torch', 'triton', 'ipywidgets', 'matplotlib') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@settings(max_examples=700, deadline=None, suppress_health_check=list(HealthCheck))
+@given(algo=st.sampled_from(ALGOS), n=st.integers(1, 20000), d=st.integers(1, 256),
+       br=st.one_of(st.none(), st.integers(1, 256)), bc=st.one_of(st.none(), st.integers(1, 256)),
+       heads=st.integers(1, 2048), causal=st.booleans(), backward=st.booleans(),
+       dtype=st.sampled_from(["fp32", "fp16", "bf16"]), device=st.sampled_from(["a100", "h100", "h200", "t4"]))
+def test_traffic_hypothesis_invariants(algo, n, d, br, bc, heads, causal, backward, dtype, device):
+    """Any valid problem: either a clear SRAM error or consistent counters (parts add up, heads scale bytes,
+    JSON round-trips, the roofline time is the max of its two parts)."""
+    kw = dict(block_r=br, block_c=bc, dtype=dtype, causal=causal, backward=backward, device=device,
+              sram_bytes=1 << 22)
+    try:
+        t = traffic(algo, n, d, heads=heads, **kw)
+    except SramCapacityError as e:
+        assert "≤" in str(e) or "sram_bytes" in str(e)
+        return
+    one = traffic(algo, n, d, heads=1, **kw)
+    assert t.hbm_read_bytes == heads * one.hbm_read_bytes and t.flops == heads * one.flops
+    assert t.sram_peak_bytes == one.sram_peak_bytes <= 1 << 22
+    assert t.time_s == max(t.memory_time_s, t.compute_time_s) > 0
+    if backward:
+        assert t.forward_part["hbm_bytes"] + t.backward_part["hbm_bytes"] == t.hbm_bytes
+    assert Traffic(**t.as_dict()) == t
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(algo=st.sampled_from(ALGOS), n=st.integers(2, 32), d=st.integers(1, 8), block=st.integers(1, 16),
+       causal=st.booleans(), dtype=st.sampled_from(["fp16", "bf16"]), magnitude=st.sampled_from([1e2, 1e3, 1e4]),
+       seed=st.integers(0, 1000))
+def test_extreme_scores_hypothesis(algo, n, d, block, causal, dtype, magnitude, seed):
+    """Scaled scores up to ±1e4: outputs finite wherever the float64 reference is finite."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((1, n, d)).astype(np.float32)
+    k = rng.standard_normal((1, n, d)).astype(np.float32)
+    q *= magnitude / max(1e-3, float(np.abs(q[0] @ k[0].T).max()) / np.sqrt(d))  # max |τ·QKᵀ| ≈ magnitude
+    v = rng.standard_normal((1, n, d)).astype(np.float32)
+    ops = "megatron2020" if algo == "eager" else None  # separate-scale eager overflows before scaling, like PyTorch
+    sim = simulate(algo, n, d, block_r=block, block_c=block, dtype=dtype, causal=causal, inputs=(q, k, v),
+                   eager_ops=ops, record_events=False)
+    from flashsim.dtypes import round_to
+    ref, _ = reference_outputs(*(round_to(x[0], dtype) for x in (q, k, v)), causal=causal)
+    finite = np.isfinite(ref)
+    assert np.isfinite(sim.out[0][finite]).all()
