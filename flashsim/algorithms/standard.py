@@ -486,7 +486,8 @@ class _StepContext:
                 b = mem.load(b_name, rows=cj, tile=(j,), as_name="B", count_once=True)  # (c, d)
                 mem.scratch("acc", a.shape[0] * b.shape[0] * 4)
                 tile = (a @ b.T) * np.float32(s)  # (r, c), fp32 accumulate
-                mem.compute(2 * tile.size * self.d, tensor=op.out, tile=(i, j), note=f"{op.out} = {a_name}·{b_name}ᵀ")
+                mem.compute(2 * tile.size * self.d, tensor=op.out, tile=(i, j),
+                            note=f"{op.out} = {a_name}·{b_name}ᵀ")
                 mem.store(op.out, tile, rows=ri, cols=cj, tile=(i, j))
                 mem.free("A", "B", "acc")
 
