@@ -36,9 +36,9 @@ profiled real run adds (extra copies, an additive attention mask, partial-tile o
 **FlashAttention's number.** Algorithm 1 + Algorithm 4 (``flash1``), causal (fully masked tiles skipped), dropout
 regenerated on chip (no bytes), A100 preset (164 KiB SRAM), blocks from FA1's rule Bc = ⌈M/4d⌉, Br = min(Bc, d) cut
 to what the backward's tile set fits: Br = Bc = 64, m and ℓ in fp32. The *requested* bytes are 10.1 GB: the loops
-re-read Q_i, O_i, ℓ_i, m_i for every K/V block and dQ_i for every tile. The paper's 4.4 GB matches the bytes that reach
-DRAM behind the A100's 40 MB L2 (what a profiler counts): with the L2 model (:mod:`flashsim.l2`: one program per
-head as FA1 launches, 108 resident, LRU) the re-reads of a head's Q, O and dQ mostly hit in L2 and 4.7 GB reach
+re-read Q_i, O_i, ℓ_i, m_i for every K/V block and dQ_i for every tile. The paper's 4.4 GB matches the bytes that
+reach DRAM behind the A100's 40 MB L2 (what a profiler counts): with the L2 model (:mod:`flashsim.l2`: one program
+per head as FA1 launches, 108 resident, LRU) the re-reads of a head's Q, O and dQ mostly hit in L2 and 4.7 GB reach
 DRAM, within 6 % of the paper. The counted FLOPs (matmuls only, causal tiles skipped) are not comparable with the
 paper's GFLOPs column, which the paper does not define.
 """
