@@ -9,7 +9,8 @@ It checks each implementation against a float64 reference first, then times them
 repetition calls every implementation once, in turn, so background load hits all of them alike, and the table
 reports the median over repetitions (after warm-up calls, which include numba's compilation). Then it sweeps
 block_c at N=4096 to show time against the per-step working set, with the L1d and L2 (the CPU's "SRAM") sizes
-marked. Writes benchmarks/results/cpu_speed_<date>.json and figures/cpu_speed.png.
+marked. The machine may be shared: each row records how many cores other processes kept busy meanwhile, and
+--wait-quiet SECONDS first waits for an idle moment. Writes benchmarks/results/cpu_speed_<date>.json and figures/cpu_speed.png.
 """
 from __future__ import annotations
 
@@ -79,6 +80,38 @@ def blas_info() -> dict:
     return info
 
 
+def _jiffies():
+    """(busy jiffies of the whole machine, jiffies of this process and its threads)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)  # minus idle and iowait
+    with open("/proc/self/stat") as f:
+        own = f.read().rsplit(")", 1)[1].split()
+    return busy, int(own[11]) + int(own[12])  # utime + stime
+
+
+class OtherLoad:
+    """Cores kept busy by other processes while a block of code runs (the machine is shared with other work)."""
+
+    def __enter__(self):
+        self.t0, self.j0 = time.perf_counter(), _jiffies()
+        return self
+
+    def __exit__(self, *exc):
+        busy, own = (b - a for a, b in zip(self.j0, _jiffies()))
+        self.cores = max(0.0, (busy - own) / os.sysconf("SC_CLK_TCK") / (time.perf_counter() - self.t0))
+
+
+def wait_until_quiet(max_wait_s, threshold_cores=0.3, window_s=2.0):
+    """Wait (up to max_wait_s) for a window in which other processes use fewer than threshold_cores cores."""
+    deadline = time.time() + max_wait_s
+    while True:
+        with OtherLoad() as load:
+            time.sleep(window_s)
+        if load.cores < threshold_cores or time.time() > deadline:
+            return load.cores
+
+
 def reference(q, k, v):
     q, k, v = (x.astype(np.float64) for x in (q, k, v))
     s = q @ k.T / math.sqrt(q.shape[-1])
@@ -107,7 +140,7 @@ def timed(fn, *args) -> float:
     return time.perf_counter() - t0
 
 
-def run_speed(ns, d, reps, warmup, progress):
+def run_speed(ns, d, reps, warmup, rounds, progress):
     impls = implementations()
     rows = []
     for n in ns:
@@ -120,11 +153,21 @@ def run_speed(ns, d, reps, warmup, progress):
                 out = fn(q, k, v)
             if want is not None:
                 errors[name] = float(np.abs(out - want).max())
+        # rounds of consecutive calls per implementation, the order rotated each round: background load is shared
+        # out alike, and one library's idle worker threads (torch's OpenMP pool, OpenBLAS's) spinning right after
+        # its own call do not land inside another library's timings (one untimed call first each time)
         times = {name: [] for name in impls}
-        for _ in range(reps):
-            for name, fn in impls.items():
-                times[name].append(timed(fn, q, k, v))
-                progress.update(1)
+        names = list(impls)
+        load = OtherLoad().__enter__()
+        per_round = max(1, reps // rounds)
+        for rnd in range(rounds):
+            for name in names[rnd % len(names):] + names[:rnd % len(names)]:
+                fn = impls[name]
+                fn(q, k, v)
+                for _ in range(per_round):
+                    times[name].append(timed(fn, q, k, v))
+                    progress.update(1)
+        load.__exit__()
         med = {name: float(np.median(t)) for name, t in times.items()}
         flops = 4.0 * n * n * d
         rows.append({
@@ -135,6 +178,7 @@ def run_speed(ns, d, reps, warmup, progress):
             "max_abs_error_vs_float64": errors,
             "speedup_vs_naive": med["naive numpy"] / med["flash (numba)"],
             "speed_vs_torch": med["torch SDPA"] / med["flash (numba)"],
+            "other_processes_busy_cores": round(load.cores, 2),
         })
     return rows
 
@@ -205,14 +249,15 @@ def plot(result, path):
 
 def print_table(rows):
     head = f"{'N':>6} | {'flash ms':>9} | {'naive ms':>9} | {'torch ms':>9} | {'naive/flash':>11} | " \
-           f"{'flash speed/torch':>17} | {'flash GFLOP/s':>13} | {'max err':>8}"
+           f"{'flash speed/torch':>17} | {'flash GFLOP/s':>13} | {'max err':>8} | {'other load':>10}"
     print(head)
     print("-" * len(head))
     for r in rows:
         m = r["median_ms"]
         print(f"{r['N']:>6} | {m['flash (numba)']:>9.2f} | {m['naive numpy']:>9.2f} | {m['torch SDPA']:>9.2f} | "
               f"{r['speedup_vs_naive']:>10.2f}x | {r['speed_vs_torch']:>16.2f}x | "
-              f"{r['gflops']['flash (numba)']:>13.1f} | {r['max_abs_error_vs_float64'].get('flash (numba)', 0):>8.1e}")
+              f"{r['gflops']['flash (numba)']:>13.1f} | {r['max_abs_error_vs_float64'].get('flash (numba)', 0):>8.1e} | "
+              f"{r['other_processes_busy_cores']:>5.2f} cores")
 
 
 def main(argv=None):
@@ -221,10 +266,14 @@ def main(argv=None):
     parser.add_argument("--d", type=int, default=64)
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="the repetitions are split into this many rounds")
     parser.add_argument("--sweep-n", type=int, default=4096)
     parser.add_argument("--sweep-block-r", type=int, nargs="+", default=[64, 256])
-    parser.add_argument("--sweep-block-c", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512, 1024, 2048])
+    parser.add_argument("--sweep-block-c", type=int, nargs="+",
+                        default=[16, 32, 64, 128, 256, 512, 640, 1024, 2048, 4096])
     parser.add_argument("--sweep-reps", type=int, default=5)
+    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                        help="first wait up to this long for other processes to leave the cores idle")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default benchmarks/results/...)")
     parser.add_argument("--figure", type=Path, default=ROOT / "figures" / "cpu_speed.png")
     args = parser.parse_args(argv)
@@ -234,10 +283,12 @@ def main(argv=None):
     from tqdm import tqdm
 
     hw = get_device("cpu")
+    other_before = wait_until_quiet(args.wait_quiet) if args.wait_quiet > 0 else None
     load_before = os.getloadavg()
-    total = len(args.ns) * args.reps * 3 + len(args.sweep_block_r) * len(args.sweep_block_c)
+    total = (len(args.ns) * max(1, args.reps // args.rounds) * args.rounds * 3
+             + len(args.sweep_block_r) * len(args.sweep_block_c))
     with tqdm(total=total, desc="cpu_speed", unit="run") as bar:
-        speed = run_speed(args.ns, args.d, args.reps, args.warmup, bar)
+        speed = run_speed(args.ns, args.d, args.reps, args.warmup, args.rounds, bar)
         sweep_points = run_sweep(args.sweep_n, args.d, args.sweep_block_r, args.sweep_block_c, args.sweep_reps, bar)
     now = dt.datetime.now(dt.timezone.utc)
     cpu_name = platform.processor() or "cpu"
@@ -253,14 +304,17 @@ def main(argv=None):
         "machine": {"cpu": cpu_name, "cpu_short": f"{cpu_name}, {os.cpu_count()} cores", "cores": os.cpu_count(),
                     "l1d_bytes": cache_bytes(1), "l2_bytes_per_core": hw.sram_bytes, "llc_bytes": hw.l2_bytes,
                     "platform": platform.platform(), "load_average_before": load_before,
+                    "other_processes_busy_cores_before": other_before,
                     "load_average_after": os.getloadavg()},
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
                      "torch": torch.__version__},
         "threads": {"numba": numba.get_num_threads(), "torch": torch.get_num_threads(),
                     "numba_threading_layer": numba.threading_layer()},
         "blas": blas_info(),
-        "method": f"median of {args.reps} repetitions after {args.warmup} warm-up calls; each repetition calls the "
-                  "three implementations in turn; single head, float32, non-causal; FLOPs = 4 N^2 d",
+        "method": f"median of {args.reps} timed calls per implementation after {args.warmup} warm-up calls, in "
+                  f"{args.rounds} rounds of consecutive calls (order rotated each round, one untimed call before "
+                  "each run of calls); single head, float32, non-causal; FLOPs = 4 N^2 d. The machine is shared: "
+                  "load_average_before/after say how busy it was",
         "speed": speed,
         "block_sweep": {"N": args.sweep_n, "d": args.d, "l1d_bytes": cache_bytes(1), "l2_bytes": hw.sram_bytes,
                         "default_blocks": list(default_blocks(args.d)), "points": sweep_points},

@@ -371,24 +371,26 @@ def _round_up(x: int, multiple: int) -> int:
 def default_blocks(d: int, hardware=None) -> tuple[int, int]:
     """Block sizes (block_r, block_c) for head dimension ``d``, sized from the CPU preset's caches (chapter 10).
 
-    The rule is the paper's "everything for one step fits in SRAM", with a CPU core's L2 cache as SRAM
+    The rule is the paper's "everything one step touches fits in SRAM", with a CPU core's L2 cache as SRAM
     (``hardware.sram_bytes``, read from sysfs by :func:`flashsim.hardware.cpu_preset`). One step of the inner loop
-    touches, in float32:
+    touches, in float32 (d padded to a multiple of 16):
 
-    * the Q block and the output accumulator: ``2 * block_r * d * 4`` bytes,
+    * the Q block and its output accumulator: ``2 * block_r * d * 4`` bytes,
     * one K block and one V block: ``2 * block_c * d * 4`` bytes,
     * the score tile S (then P, in place): ``block_r * block_c * 4`` bytes.
 
-    We take ``block_r = block_c = B`` and the largest B, a multiple of 16 (the SIMD width), for which that sum fits
-    in half of the L2 cache (the other half is left for the hardware's prefetching and for what the other loops
-    bring in), capped at 256: past that, the Q block alone has enough reuse and a larger S tile only falls out of
-    L1 sooner. On a core with 1 MiB of L2 and d = 64 that gives 256 x 256 (a 256 KiB S tile); ``benchmarks/
-    cpu_speed.py`` sweeps block_c against the cache sizes to show where the time goes up.
+    ``block_r`` is 64: a 64 x 64 float32 Q block is 16 KiB, small enough to stay in the 32-48 KiB L1 data cache
+    while the K blocks stream past, and N / 64 Q blocks give every core many tasks to share (with dynamic
+    scheduling, a core slowed by other work then delays nobody). ``block_c`` is then the largest multiple of 64 (one
+    packed panel of K^T) for which that sum fits in half of the L2 cache, the other half being left for what the
+    hardware prefetches, capped at 1024. With 1 MiB of L2 per core and d = 64 that is 64 x 640 (a 160 KiB S tile,
+    512 KiB in all). ``benchmarks/cpu_speed.py`` sweeps block_c against the cache sizes.
 
-    >>> default_blocks(64, hardware=None) in [(b, b) for b in range(16, 257, 16)]
-    True
+    >>> from flashsim.hardware import get_device
+    >>> default_blocks(64, get_device("cpu", sram_bytes=1024 * 1024))
+    (64, 640)
     """
-    if not isinstance(d, (int, np.integer)) or d <= 0:
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d <= 0:
         raise FlashsimError(f"d={d!r} must be a positive integer (the head dimension, q.shape[-1])")
     if hardware is None:
         from .hardware import get_device
@@ -396,12 +398,12 @@ def default_blocks(d: int, hardware=None) -> tuple[int, int]:
         hardware = get_device("cpu")
     budget = hardware.sram_bytes // 2
     dp = _round_up(int(d), TILE_COLS)
-    best = TILE_COLS
-    for b in range(TILE_COLS, 257, TILE_COLS):
-        need = 4 * (2 * b * dp + 2 * b * dp + b * b)
-        if need <= budget:
-            best = b
-    return best, best
+    block_r = 64
+    block_c = _PANEL
+    for bc in range(_PANEL, 1024 + 1, _PANEL):
+        if 4 * (2 * block_r * dp + 2 * bc * dp + block_r * bc) <= budget:
+            block_c = bc
+    return block_r, block_c
 
 
 def effective_blocks(block_r: int, block_c: int) -> tuple[int, int]:

@@ -113,11 +113,12 @@ def test_default_blocks_fit_the_cache():
     hw = get_device("cpu")
     for d in (16, 64, 80, 128, 256):
         br, bc = default_blocks(d, hw)
-        assert br % 16 == 0 and bc % 16 == 0 and 16 <= br <= 256 and 16 <= bc <= 256
+        assert br == 64 and bc % 64 == 0 and 64 <= bc <= 1024
         dp = -(-d // 16) * 16
-        assert 4 * (2 * br * dp + 2 * bc * dp + br * bc) <= hw.sram_bytes // 2 or br == 16
-    small = hw.replace(sram_bytes=64 * 1024)
-    assert default_blocks(64, small)[0] < default_blocks(64, hw.replace(sram_bytes=4 * 1024 * 1024))[0]
+        assert 4 * (2 * br * dp + 2 * bc * dp + br * bc) <= hw.sram_bytes // 2 or bc == 64
+    assert default_blocks(64, hw.replace(sram_bytes=1024 * 1024)) == (64, 640)
+    small = hw.replace(sram_bytes=256 * 1024)
+    assert default_blocks(64, small)[1] < default_blocks(64, hw.replace(sram_bytes=2 * 1024 * 1024))[1]
     assert effective_blocks(7, 20) == (8, 32)
     with pytest.raises(FlashsimError, match="positive integer"):
         default_blocks(0)
