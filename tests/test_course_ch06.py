@@ -29,7 +29,7 @@ def test_context_dashboard_updates():
     c = ContextMemoryDashboard()
     before = dict(c.max_n)
     c.update(device="a100", batch_heads=64)
-    assert c.max_n["naive"] < before["naive"] and c.max_n["flash"] > 100 * c.max_n["naive"]
+    assert c.max_n["naive"] < before["naive"] and c.max_n["flash"] > 20 * c.max_n["naive"]
     assert "a100" in c.readout() and c.figure() is not None
     with pytest.raises(ValueError):
         c.update(device="tpu")
