@@ -150,7 +150,7 @@ def fmt(x):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ns", type=int, nargs="+", default=[512, 1024, 2048, 4096, 8192, 16384])
+    parser.add_argument("--ns", type=int, nargs="+", default=[512, 1024, 2048, 4096, 8192, 16384, 32768])
     parser.add_argument("--d", type=int, default=64)
     parser.add_argument("--budget-gib", type=float, default=6.0, help="skip naive runs whose S would exceed this")
     parser.add_argument("--gpu-ns", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384, 32768])
