@@ -121,8 +121,10 @@ def plot(result, path):
     import matplotlib.pyplot as plt
 
     rows = result["cpu"]
+    gpu = result.get("gpu")
     ns = np.array([r["N"] for r in rows], float)
-    fig, ax = plt.subplots(figsize=(7, 4.8))
+    fig, axes = plt.subplots(1, 2 if gpu else 1, figsize=(13 if gpu else 7, 4.8), squeeze=False)
+    ax = axes[0, 0]
     for name, style in (("naive numpy", "s--"), ("torch naive", "v--"), ("flash (numba)", "o-"),
                         ("torch SDPA", "^:")):
         pts = [(r["N"], r[name]) for r in rows if r.get(name)]
@@ -135,9 +137,27 @@ def plot(result, path):
     ax.set_yscale("log")
     ax.set_xlabel(f"sequence length N (d = {rows[0]['d']}, float32, one head)")
     ax.set_ylabel("peak memory growth during the call (MiB)")
-    ax.set_title("Peak memory on the CPU: naive O(N^2) vs flash O(N)")
+    ax.set_title("CPU (this machine): naive O(N^2) vs flash O(N)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
+    if gpu:
+        ax = axes[0, 1]
+        grows = gpu["rows"]
+        for name, style in (("torch naive", "v--"), ("torch SDPA (flash)", "^-")):
+            pts = [(r["N"], r[name]) for r in grows if r.get(name)]
+            if pts:
+                x, y = zip(*pts)
+                ax.plot(x, np.array(y) / MiB, style, label=name)
+        gns = np.array([r["N"] for r in grows], float)
+        h = grows[0]["heads"]
+        ax.plot(gns, 2 * h * gns ** 2 / MiB, color="grey", lw=0.8, label="S: heads x N x N fp16")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(f"sequence length N ({h} heads, d = {grows[0]['d']}, fp16)")
+        ax.set_ylabel("peak GPU memory growth (MiB)")
+        ax.set_title(f"GPU ({gpu['device']}), {gpu.get('date', '')[:10]}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -156,6 +176,8 @@ def main(argv=None):
     parser.add_argument("--gpu-ns", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384, 32768])
     parser.add_argument("--gpu-heads", type=int, default=8)
     parser.add_argument("--no-gpu", action="store_true")
+    parser.add_argument("--gpu-json", type=Path, default=None,
+                        help="no GPU here: take the GPU table from this earlier results file (a run on a GPU machine)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--figure", type=Path, default=ROOT / "figures" / "peak_memory_cpu.png")
     args = parser.parse_args(argv)
@@ -170,6 +192,12 @@ def main(argv=None):
         cpu_rows = run_cpu(args.ns, args.d, args.budget_gib * 1024 * MiB, bar)
         gpu_result = run_gpu(args.gpu_ns, args.d, args.gpu_heads, bar) if gpu else None
     now = dt.datetime.now(dt.timezone.utc)
+    if gpu_result is not None:
+        gpu_result["date"] = now.isoformat(timespec="seconds")
+    elif args.gpu_json is not None:
+        gpu_result = json.loads(args.gpu_json.read_text())["gpu"]
+        gpu_result["from_file"] = str(args.gpu_json.relative_to(ROOT) if args.gpu_json.resolve().is_relative_to(ROOT)
+                                      else args.gpu_json)
     result = {
         "benchmark": "peak_memory (chapters 06, 10): naive vs flash attention, peak memory growth per call",
         "date": now.isoformat(timespec="seconds"),
