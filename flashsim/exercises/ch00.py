@@ -77,7 +77,8 @@ def _short(v) -> Any:
     if isinstance(v, float):
         return float(f"{v:.6g}")
     if isinstance(v, (tuple, list)):
-        return "(" + ", ".join(str(_short(x)) for x in v) + ")"
+        return "(" + ", ".join(f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else str(_short(x))
+                               for x in v) + ")"
     return v
 
 

@@ -1,0 +1,19 @@
+"""Solutions of chapter 02's exercises (Standard attention and its traffic)."""
+from __future__ import annotations
+
+from ..dtypes import dtype_bytes
+
+__all__ = ["naive_hbm_bytes", "score_matrix_bytes"]
+
+
+def naive_hbm_bytes(n, d, dtype):
+    """Exercise 02.1: reads Q, K (S = QKᵀ), S (softmax), P and V (O = PV); writes S, P, O."""
+    b = dtype_bytes(dtype)
+    reads = (3 * n * d + 2 * n * n) * b
+    writes = (2 * n * n + n * d) * b
+    return reads, writes
+
+
+def score_matrix_bytes(n, batch, heads, dtype):
+    """Exercise 02.2: N² elements per head."""
+    return n * n * batch * heads * dtype_bytes(dtype)
