@@ -10,9 +10,11 @@ Kernels and their shapes (``kernel`` names, as the CLI spells them):
 
 * ``flash_fwd``: Q, K, V (batch, heads, n, d) -> O, LSE. One launch.
 * ``flash_bwd``: three launches (preprocess, dK/dV, dQ).
-* ``naive``: three launches (S = Q Kᵀ, softmax, P V); S and P fp32 (batch, heads, n, n).
-* ``tiled_matmul``: A (n, d) @ B (d, n) -> C (n, n), ``block_k`` (default 32) along d; causal: lower triangle of C.
-* ``online_softmax``: X (n, n) -> P (n, n), LSE (n,); causal masks j > i.
+* ``naive``: three launches (S = Q Kᵀ, softmax, P V); S and P fp32 (batch, heads, n, n), written in full
+  also when causal (only the Q Kᵀ products and P V tiles above the diagonal are skipped).
+* ``tiled_matmul``: A (n, d) @ B (d, n) -> C (n, n), ``block_k`` (default 32) along d; causal: C's tiles on or
+  below the diagonal.
+* ``online_softmax``: X (n, n) -> P (n, n), LSE (n,); causal skips column tiles past the diagonal.
 
 >>> kernel_io("flash_fwd", n=256, d=64, block_m=32, block_n=32, dtype="fp16").load_bytes
 557056
@@ -44,11 +46,6 @@ def _causal_kv_rows(i: int, bm: int, bn: int, n: int) -> int:
     """K/V rows a causal Q row block i loads: whole BLOCK_N tiles up to the diagonal, masked at n."""
     hi = min((i + 1) * bm, n)
     return min(cdiv(hi, bn) * bn, n)
-
-
-def _tri(m: int, n: int) -> int:
-    """Elements (r, c) with r < m, c < n, c <= r."""
-    return sum(min(r + 1, n) for r in range(m))
 
 
 @dataclass
@@ -156,15 +153,15 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
                     continue
                 q_rows += _rows(i, bm, N)
                 k_rows += _rows(j, bn, N)
-        elems = _tri(N, N) if causal else N * N
         S.add("load", "Q", bh * q_rows * d * es)
         S.add("load", "K", bh * k_rows * d * es)
-        S.add("store", "S", bh * elems * F32)
+        S.add("store", "S", bh * N * N * F32)           # causal too: tiles above the diagonal store -inf
         SM = LaunchIO("_softmax_kernel")
-        SM.add("load", "S", bh * elems * F32)
-        SM.add("store", "P", bh * elems * F32)
+        SM.add("load", "S", bh * N * N * F32)
+        SM.add("store", "P", bh * N * N * F32)
         PV = LaunchIO("_pv_kernel")
-        PV.add("load", "P", bh * elems * F32)
+        p_el = sum(_rows(i, bm, N) * (_causal_kv_rows(i, bm, bn, N) if causal else N) for i in range(tm))
+        PV.add("load", "P", bh * p_el * F32)
         PV.add("load", "V", bh * kv_rows * d * es)
         PV.add("store", "O", bh * nd)
         launches = [S, SM, PV]
@@ -180,10 +177,11 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
                 b_cols += _rows(j, bn, Nc)
         L.add("load", "A", a_rows * K * es)
         L.add("load", "B", b_cols * K * es)
-        L.add("store", "C", (_tri(M, Nc) if causal else M * Nc) * es)
+        L.add("store", "C", (sum(_rows(i, bm, M) * _rows(j, bn, Nc) for i in range(tm) for j in range(tn)
+                                 if not (causal and j * bn > i * bm + bm - 1))) * es)
         launches = [L]
     elif kernel == "online_softmax":
-        elems = _tri(N, N) if causal else N * N
+        elems = sum(_rows(i, bm, N) * (_causal_kv_rows(i, bm, bn, N) if causal else N) for i in range(tm))
         L = LaunchIO("_online_softmax_kernel")
         L.add("load", "X", 2 * elems * es)
         L.add("store", "P", elems * es)
@@ -260,22 +258,18 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         for h in range(bh_n):
             for j in range(tn):
                 for i in range(tm):
-                    if causal and j * bn > i * bm + bm - 1:
-                        sc.append([])
-                        continue
                     r, c = _rows(i, bm, N), _rows(j, bn, N)
-                    if causal:
-                        s_el = sum(max(0, min(c, row + 1 - j * bn)) for row in range(i * bm, i * bm + r))
-                    else:
-                        s_el = r * c
+                    if causal and j * bn > i * bm + bm - 1:
+                        sc.append([Access(("S", h, i, j), r * c * F32, True)])
+                        continue
                     sc.append([Access(("Q", h, i), r * d * es), Access(("K", h, j), c * d * es),
-                               Access(("S", h, i, j), s_el * F32, True)])
+                               Access(("S", h, i, j), r * c * F32, True)])
         out.append(("_scores_kernel", sc))
         rows = softmax_rows if softmax_rows else max(1, min(16, 16384 // (1 << max(0, N - 1).bit_length())))
         sm = []
         for h in range(bh_n):
             for i in range(cdiv(N, rows)):
-                el = sum((min(row + 1, N) if causal else N) for row in range(i * rows, min(N, (i + 1) * rows)))
+                el = (min(N, (i + 1) * rows) - i * rows) * N
                 sm.append([Access(("S", h, i), el * F32), Access(("P", h, i), el * F32, True)])
         out.append(("_softmax_kernel", sm))
         pv = []
@@ -285,11 +279,7 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
                 p = []
                 for j in kv_blocks(i):
                     c = _rows(j, bn, N)
-                    if causal:
-                        p_el = sum(max(0, min(c, row + 1 - j * bn)) for row in range(i * bm, i * bm + r))
-                    else:
-                        p_el = r * c
-                    p += [Access(("P", h, i, j), p_el * F32), Access(("V", h, j), c * d * es)]
+                    p += [Access(("P", h, i, j), r * c * F32), Access(("V", h, j), c * d * es)]
                 p.append(Access(("O", h, i), r * d * es, True))
                 pv.append(p)
         out.append(("_pv_kernel", pv))
@@ -305,8 +295,7 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
                 for k0 in range(0, d, block_k):
                     kk = min(block_k, d - k0)
                     p += [Access(("A", i, k0), r * kk * es), Access(("B", k0, j), kk * c * es)]
-                el = sum(max(0, min(c, row + 1 - j * bn)) for row in range(i * bm, i * bm + r)) if causal else r * c
-                p.append(Access(("C", i, j), el * es, True))
+                p.append(Access(("C", i, j), r * c * es, True))
                 progs.append(p)
         out.append(("_matmul_kernel", progs))
     elif kernel == "online_softmax":
@@ -315,9 +304,7 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
             r = _rows(i, bm, N)
             tiles = []
             for j in kv_blocks(i):
-                c = _rows(j, bn, N)
-                el = sum(max(0, min(c, row + 1 - j * bn)) for row in range(i * bm, i * bm + r)) if causal else r * c
-                tiles.append((j, el))
+                tiles.append((j, r * _rows(j, bn, N)))
             p = [Access(("X", i, j), el * es) for j, el in tiles]
             p += [a for j, el in tiles for a in (Access(("X", i, j), el * es), Access(("P", i, j), el * es, True))]
             p.append(Access(("LSE", i), r * F32, True))

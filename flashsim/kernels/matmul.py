@@ -5,8 +5,9 @@ steps, loading a BLOCK_M × BLOCK_K tile of A and a BLOCK_K × BLOCK_N tile of B
 fp32. Each element of A is therefore read once per column block of C (ceil(N / BLOCK_N) times), each element of
 B once per row block (ceil(M / BLOCK_M) times), and C is written once: bigger tiles, less traffic.
 
-``causal=True`` computes only the lower triangle of C (element (i, j) with j <= i), as for the scores Q Kᵀ of
-causal attention: tiles wholly above the diagonal are skipped, and stores inside diagonal tiles are masked.
+``causal=True`` computes only the tiles of C on or below the diagonal, as for the scores Q Kᵀ of causal
+attention: tiles wholly above the diagonal are skipped (they stay NaN); diagonal tiles are computed and stored
+whole (whole-tile masks keep the GPU's stores full-width vectors).
 """
 from __future__ import annotations
 
@@ -40,9 +41,7 @@ def _matmul_kernel(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                     mask=(ks < K)[:, None] & (offs_n < N)[None, :], other=0.0)   # (BLOCK_K, BLOCK_N)
         acc += tl.dot(a, b)
     mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
-    if CAUSAL:
-        mask = mask & (offs_m[:, None] >= offs_n[None, :])
-    # writes C once: M*N elements (causal: the lower triangle)
+    # writes C once: M*N elements (causal: the tiles on/below the diagonal)
     tl.store(C + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc.to(C.dtype.element_ty), mask=mask)
 
 
@@ -50,7 +49,7 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, block_m: int | None = None, b
                  block_k: int | None = None, causal: bool = False) -> torch.Tensor:
     """C = A @ B, tiled (chapter 03). a: (M, K), b: (K, N); c: (M, N) in a's dtype (fp32 accumulation).
 
-    With ``causal=True`` only C's lower triangle is computed; the rest stays NaN.
+    With ``causal=True`` only C's tiles on/below the diagonal are computed; tiles above stay NaN.
     """
     check_tensors(("a", "b"), a, b, ndim=2)
     M, K = a.shape

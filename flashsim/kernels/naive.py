@@ -6,9 +6,12 @@
 3. ``_pv_kernel``: O = P V, one program per Q row block, streaming P tiles and V tiles.
 
 This is the algorithm FlashAttention improves on: the N×N matrices S and P each make a round trip through HBM.
-Causal: tiles of S wholly above the diagonal are neither computed nor stored; inside diagonal tiles, and in the
-softmax and P V launches, only elements with key index <= query index are loaded or stored (element masks), so
-the upper triangle of S and P is never touched.
+Causal, as a standard implementation does it: S is still materialised in full. Tiles of S wholly above the
+diagonal load nothing (no Q Kᵀ product) but are stored as -inf; inside diagonal tiles the masked scores are set
+to -inf in registers. The softmax launch reads and writes full rows (P is 0 above the diagonal), and the P V
+launch skips the P/V tiles wholly above the diagonal. So causality saves little IO here: the N×N round trips
+remain. Compare flash_forward, where causal halves the K/V traffic (chapter 08). Masks on loads and stores are
+whole tiles or whole rows (only the N bounds), so the GPU issues full-width vector accesses.
 """
 from __future__ import annotations
 
@@ -31,42 +34,43 @@ def _scores_kernel(Q, K, S, sm_scale, stride_qb, stride_qh, stride_qn, stride_qd
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
+    s_ptrs = S + pid_bh * N * N + offs_m[:, None] * N + offs_n[None, :]
+    s_mask = (offs_m < N)[:, None] & (offs_n < N)[None, :]
     if CAUSAL:
         if pid_n * BLOCK_N > pid_m * BLOCK_M + BLOCK_M - 1:
-            return                                      # tile wholly above the diagonal: no loads, no stores
+            # writes S as -inf in a tile wholly above the diagonal, loading nothing (part of the N*N below)
+            tl.store(s_ptrs, tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32), mask=s_mask)
+            return
     d_valid = offs_d < D
-    # reads Q once per column block of S: N*d elements per column block
+    # reads Q once per column block of S: N*d elements per column block (causal: tiles on/below the diagonal)
     q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
                 mask=(offs_m < N)[:, None] & d_valid[None, :], other=0.0)     # (BLOCK_M, BLOCK_D)
-    # reads K once per row block of S: N*d elements per row block
+    # reads K once per row block of S: N*d elements per row block (causal: tiles on/below the diagonal)
     k = tl.load(K + b * stride_kb + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
                 mask=(offs_n < N)[:, None] & d_valid[None, :], other=0.0)     # (BLOCK_N, BLOCK_D)
     s = tl.dot(q, tl.trans(k)) * sm_scale                                       # (BLOCK_M, BLOCK_N)
-    mask = (offs_m < N)[:, None] & (offs_n < N)[None, :]
     if CAUSAL:
-        mask = mask & (offs_m[:, None] >= offs_n[None, :])
-    # writes S: N*N fp32 elements per head (causal: the lower triangle, N*(N+1)/2)
-    tl.store(S + pid_bh * N * N + offs_m[:, None] * N + offs_n[None, :], s, mask=mask)
+        s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))    # masked in registers
+    # writes S once: N*N fp32 elements per head (causal too)
+    tl.store(s_ptrs, s, mask=s_mask)
 
 
 @triton.jit
-def _softmax_kernel(S, P, N, CAUSAL: tl.constexpr, ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
+def _softmax_kernel(S, P, N, ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
     pid_r = tl.program_id(0)
     pid_bh = tl.program_id(1)
     rows = pid_r * ROWS + tl.arange(0, ROWS)           # (ROWS,)
     cols = tl.arange(0, BLOCK_COLS)                    # (BLOCK_COLS,) a whole row, padded to a power of two
     mask = (rows < N)[:, None] & (cols < N)[None, :]
-    if CAUSAL:
-        mask = mask & (rows[:, None] >= cols[None, :])
     offs = pid_bh * N * N + rows[:, None] * N + cols[None, :]
-    # reads S once: N*N fp32 elements per head (causal: N*(N+1)/2)
+    # reads S once: N*N fp32 elements per head (causal too: the -inf entries are read like any other)
     s = tl.load(S + offs, mask=mask, other=float("-inf"))          # (ROWS, BLOCK_COLS)
     m = tl.max(s, 1)
     m = tl.where(rows < N, m, 0.0)                                  # padded rows: avoid -inf - -inf
     p = tl.exp(s - m[:, None])
     denom = tl.sum(p, 1)
     p = p / tl.where(denom > 0, denom, 1.0)[:, None]                 # padded rows sum to 0
-    # writes P once: N*N fp32 elements per head (causal: N*(N+1)/2)
+    # writes P once: N*N fp32 elements per head (causal too: 0 above the diagonal)
     tl.store(P + offs, p, mask=mask)
 
 
@@ -90,9 +94,7 @@ def _pv_kernel(P, V, O, stride_vb, stride_vh, stride_vn, stride_vd, stride_ob, s
     for start_n in range(0, hi, BLOCK_N):
         cols = start_n + offs_n
         p_mask = m_valid[:, None] & (cols < N)[None, :]
-        if CAUSAL:
-            p_mask = p_mask & (offs_m[:, None] >= cols[None, :])
-        # reads P once: N*N fp32 elements per head (causal: N*(N+1)/2)
+        # reads P once: N*N fp32 elements per head (causal: tiles on/below the diagonal; P is 0 above it)
         p = tl.load(P + pid_bh * N * N + offs_m[:, None] * N + cols[None, :], mask=p_mask, other=0.0)
         # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
         v = tl.load(V + b * stride_vb + h * stride_vh + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
@@ -128,7 +130,7 @@ def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
         q, k, s, scale, *q.stride(), *k.stride(), H, N, d,
         CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d)
     rows = softmax_rows(N)
-    _softmax_kernel[(triton.cdiv(N, rows), B * H)](s, p, N, CAUSAL=bool(causal), ROWS=rows,
+    _softmax_kernel[(triton.cdiv(N, rows), B * H)](s, p, N, ROWS=rows,
                                                    BLOCK_COLS=next_pow2(N), num_warps=8 if N >= 1024 else 4)
     _pv_kernel[(triton.cdiv(N, block_m), B * H)](p, v, o, *v.stride(), *o.stride(), H, N, d,
                                                  CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n,

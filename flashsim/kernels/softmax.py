@@ -6,7 +6,9 @@ that is the one-pass softmax statistic FlashAttention builds on. Pass 2 streams 
 P = exp(x - m) / l. It also writes the logsumexp m + log(l) (fp32, one per row).
 
 Traffic: X is read twice (once per pass), P written once, LSE written once. ``causal=True`` masks element
-(i, j) with j > i: those are neither loaded nor stored, and column tiles wholly past the diagonal are skipped.
+(i, j) with j > i: column tiles wholly past the diagonal are skipped (neither loaded nor stored; P is 0 there);
+diagonal tiles are loaded and stored whole, the mask applied in registers (whole-tile masks keep the GPU's
+accesses full-width vectors).
 """
 from __future__ import annotations
 
@@ -34,11 +36,11 @@ def _online_softmax_kernel(X, P, LSE, M, N, stride_xm, stride_xn, stride_pm, str
     for start in range(0, hi, BLOCK_N):                 # pass 1: statistics
         cols = start + offs_n
         mask = r_valid[:, None] & (cols < N)[None, :]
-        if CAUSAL:
-            mask = mask & (rows[:, None] >= cols[None, :])
-        # reads X (pass 1): M*N elements (causal: the lower triangle)
+        # reads X (pass 1): M*N elements (causal: the tiles on/below the diagonal)
         x = tl.load(X + rows[:, None] * stride_xm + cols[None, :] * stride_xn, mask=mask,
                     other=float("-inf")).to(tl.float32)                      # (BLOCK_M, BLOCK_N)
+        if CAUSAL:
+            x = tl.where(rows[:, None] >= cols[None, :], x, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(x, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)              # rows with nothing seen yet
         l_i = l_i * tl.exp(m_i - m_safe) + tl.sum(tl.exp(x - m_safe[:, None]), 1)
@@ -48,13 +50,13 @@ def _online_softmax_kernel(X, P, LSE, M, N, stride_xm, stride_xn, stride_pm, str
     for start in range(0, hi, BLOCK_N):                 # pass 2: normalise and write
         cols = start + offs_n
         mask = r_valid[:, None] & (cols < N)[None, :]
-        if CAUSAL:
-            mask = mask & (rows[:, None] >= cols[None, :])
-        # reads X (pass 2): M*N elements (causal: the lower triangle)
+        # reads X (pass 2): M*N elements (causal: the tiles on/below the diagonal)
         x = tl.load(X + rows[:, None] * stride_xm + cols[None, :] * stride_xn, mask=mask,
                     other=float("-inf")).to(tl.float32)
+        if CAUSAL:
+            x = tl.where(rows[:, None] >= cols[None, :], x, float("-inf"))
         p = tl.exp(x - m_fin[:, None]) / l_i[:, None]
-        # writes P once: M*N elements (causal: the lower triangle)
+        # writes P once: M*N elements (causal: the tiles on/below the diagonal)
         tl.store(P + rows[:, None] * stride_pm + cols[None, :] * stride_pn, p.to(P.dtype.element_ty), mask=mask)
     # writes LSE once: M fp32 elements
     tl.store(LSE + rows, m_fin + tl.log(l_i), mask=r_valid)
