@@ -53,7 +53,7 @@ def test_measured_peak_memory_slopes():
 ])
 def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, capsys):
     assert check(good)
-    assert capsys.readouterr().out.startswith("PASS")
+    assert capsys.readouterr().out.startswith("✔")
     for wrong in bad:
         assert not check(wrong)
-        assert capsys.readouterr().out.startswith("FAIL")
+        assert capsys.readouterr().out.startswith("✘")

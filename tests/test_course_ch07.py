@@ -45,7 +45,7 @@ def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, cap
     v = check(good)
     assert v
     out = capsys.readouterr().out
-    assert out.startswith("PASS") and "<--" not in out  # bytes equal the simulator's flash2 backward
+    assert out.startswith("✔") and "✘" not in out  # bytes equal the simulator's flash2 backward
     for wrong in bad:
         assert not check(wrong)
-        assert capsys.readouterr().out.startswith("FAIL")
+        assert capsys.readouterr().out.startswith("✘")

@@ -1,51 +1,25 @@
 """Chapter 05 exercises: the FlashAttention forward loop, checked on the simulated memory hierarchy.
 
 Each ``check_...(fn)`` runs the learner's function, prints a verdict and a read/write table (bytes by tensor,
-got vs expected), and returns a :class:`Verdict` (truthy when the answer is right). The reference answers live in
-:mod:`flashsim.solutions.ch05`; the notebook only shows stubs.
+got vs expected), and returns chapter 00's :class:`~flashsim.exercises.ch00.Verdict` (truthy when the answer is
+right). The reference answers live in :mod:`flashsim.solutions.ch05`; the notebook only shows stubs.
 
-:class:`Verdict` and :func:`rw_table` are introduced here (chapter 05) and reused by chapters 06–08.
+:func:`rw_table` and :func:`finish` are introduced here (chapter 05) and reused by chapters 06–08.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..course import Table
 from ..memory import Counters, Memory
+from .ch00 import Verdict
 
 __all__ = ["check_online_block_update", "check_flash2_forward_loop", "check_fa1_hbm_bytes"]
 
 
-# --- verdicts and tables (chapter 05; reused by 06-08) ----------------------------------------------------------
-@dataclass
-class Verdict:
-    """What a checker decided: truthy when passed; ``table`` rows are (tensor, got read, got write, want read,
-    want write) in bytes (or a preformatted text table); ``details`` holds numbers a test may inspect."""
-
-    name: str
-    passed: bool
-    message: str
-    table: list | str = field(default_factory=list)
-    details: dict = field(default_factory=dict)
-
-    def __bool__(self) -> bool:
-        return bool(self.passed)
-
-    def report(self) -> str:
-        head = f"{'PASS' if self.passed else 'FAIL'} {self.name}: {self.message}"
-        if isinstance(self.table, str):
-            return head + ("\n" + self.table if self.table else "")
-        return head + ("\n" + format_rw_table(self.table) if self.table else "")
-
-    def __repr__(self) -> str:
-        return f"Verdict({self.name!r}, passed={self.passed})"
-
-    def _repr_pretty_(self, p, cycle):  # IPython shows the short form; the checker already printed the report
-        p.text(repr(self))
-
-
+# --- read/write tables (chapter 05; reused by 06-08). Verdicts are chapter 00's. ---------------------------------
 def rw_table(got: Counters | dict, want: Counters | dict | None = None) -> list:
     """Rows (tensor, got read, got write, want read, want write) from two Counters (or their ``as_dict()``)."""
     def split(c):
@@ -64,21 +38,28 @@ def rw_table(got: Counters | dict, want: Counters | dict | None = None) -> list:
     return rows
 
 
-def format_rw_table(rows: list) -> str:
-    """Plain-text table of :func:`rw_table` rows; a row whose bytes differ from the expected ones is marked <--."""
-    lines = [f"{'tensor':<8}{'read B':>12}{'write B':>12}{'want read':>12}{'want write':>12}"]
+def rw_table_view(rows: list) -> Table:
+    """A :class:`flashsim.course.Table` of :func:`rw_table` rows: bytes read and written by tensor, yours against
+    the algorithm's; ✘ marks a tensor whose bytes differ."""
+    out = []
     for name, r, w, wr, ww in rows:
-        fmt = lambda x: "-" if x is None else f"{int(x):,}"  # noqa: E731
-        bad = wr is not None and (r != wr or w != ww)
-        lines.append(f"{name:<8}{fmt(r):>12}{fmt(w):>12}{fmt(wr):>12}{fmt(ww):>12}" + ("  <--" if bad else ""))
-    return "\n".join(lines)
+        mark = "" if wr is None else ("✔" if (r, w) == (wr, ww) else "✘")
+        out.append([name, r, w, wr, ww, mark])
+    return Table(["tensor", "read B", "written B", "expected read B", "expected written B", "ok"], out)
+
+
+def raised(exc: Exception) -> str:
+    """How a checker reports an exception from the learner's code (a stub's NotImplementedError included)."""
+    if isinstance(exc, NotImplementedError):
+        return "not implemented yet: fill in the stub (the hint says how)"
+    return f"raised {type(exc).__name__}: {exc}"
 
 
 def finish(name: str, passed: bool, message: str, table=None, **details) -> Verdict:
-    """Build a Verdict, print its report (verdict line + read/write table), return it."""
-    v = Verdict(name, bool(passed), message, table if isinstance(table, str) else list(table or []), details)
-    print(v.report())
-    return v
+    """Build chapter 00's Verdict (``table``: :func:`rw_table` rows, or a ready Table), print it, return it."""
+    if isinstance(table, list):
+        table = rw_table_view(table) if table else None
+    return Verdict(name, bool(passed), message, table, details).show()
 
 
 def reference_attention(q, k, v, causal: bool = False) -> np.ndarray:
@@ -159,7 +140,7 @@ def check_online_block_update(fn) -> Verdict:
         try:
             out, counters = _fa2_loop(fn, q, k, v, br, bc)
         except Exception as exc:  # noqa: BLE001 - a learner's bug is reported, not raised
-            return finish(name, False, f"raised {type(exc).__name__}: {exc} (N={n}, d={d}, Br={br}, Bc={bc})")
+            return finish(name, False, f"{raised(exc)} (N={n}, d={d}, Br={br}, Bc={bc})")
         err = float(np.nanmax(np.abs(out - reference_attention(q, k, v)))) if np.isfinite(out).all() else math.inf
         worst = max(worst, err)
         if not err < 1e-4:
@@ -198,7 +179,7 @@ def check_flash2_forward_loop(fn) -> Verdict:
         try:
             fn(mem, n, d, br, bc)
         except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"raised {type(exc).__name__}: {exc} (N={n}, Br={br}, Bc={bc})")
+            return finish(name, False, f"{raised(exc)} (N={n}, Br={br}, Bc={bc})")
         want = expected_flash2_counters(n, d, br, 4)
         table = rw_table(mem.counters, want)
         out = mem.hbm("O")
@@ -249,7 +230,7 @@ def check_fa1_hbm_bytes(fn) -> Verdict:
         try:
             got = int(fn(n, d, bc, b))
         except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"raised {type(exc).__name__}: {exc}")
+            return finish(name, False, f"{raised(exc)}")
         if got != want:
             why = ("check Tc = ceil(N / Bc) for a ragged N" if n % bc else
                    "per K/V block j the inner loop reads Q, O, l, m for all N rows and writes O, l, m")

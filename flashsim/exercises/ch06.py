@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ch05 import finish
+from ..course import Table
+from .ch00 import Verdict
+from .ch05 import finish, raised
 
 __all__ = ["check_naive_numpy_peak_bytes", "check_max_context_length"]
 
 
-def _table(header, rows) -> str:
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
-    lines = ["  ".join(str(h).rjust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(str(c).rjust(w) for c, w in zip(r, widths)) for r in rows]
-    return "\n".join(lines)
+def _table(header, rows) -> Table:
+    return Table(list(header), [list(r) for r in rows])
 
 
-def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel_tol: float = 0.03) -> "Verdict":  # noqa: F821
+def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel_tol: float = 0.03) -> Verdict:
     """Exercise 06.1: ``fn(n, d) -> bytes``, the peak memory :func:`flashsim.cpu.naive_attention_numpy` allocates
     on one float32 (N, d) head. The checker *measures* it with :func:`flashsim.peak_memory.peak_memory_cpu`
     (tracemalloc) and accepts predictions within 3 %."""
@@ -35,11 +34,11 @@ def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel
         try:
             got = int(fn(n, d))
         except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"raised {type(exc).__name__}: {exc} (N={n}, d={d})")
+            return finish(name, False, f"{raised(exc)} (N={n}, d={d})")
         rel = got / measured - 1
         worst = max(worst, abs(rel))
-        rows.append((n, f"{got:,}", f"{measured:,}", f"{rel:+.1%}", "" if abs(rel) <= rel_tol else "<--"))
-    table = _table(("N", "your bytes", "measured", "diff", ""), rows)
+        rows.append((n, got, measured, f"{rel:+.1%}", "✔" if abs(rel) <= rel_tol else "✘"))
+    table = _table(("N", "your bytes", "measured bytes", "difference", "ok"), rows)
     if worst > rel_tol:
         return finish(name, False, f"off by up to {worst:.0%} from the measured peak: which N×N buffers exist at the "
                                    "same time? (read flashsim.cpu.naive_attention_numpy: the softmax is in place)",
@@ -48,7 +47,7 @@ def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel
                   table, worst=worst)
 
 
-def check_max_context_length(fn) -> "Verdict":  # noqa: F821
+def check_max_context_length(fn) -> Verdict:
     """Exercise 06.2: ``fn(capacity_bytes, d, batch_heads, elem_bytes, algo) -> N``, the largest N whose attention
     memory (chapter 06's model, :func:`flashsim.widgets.attention_memory_bytes`) fits in `capacity_bytes`, for
     algo "naive" or "flash"."""
@@ -64,15 +63,15 @@ def check_max_context_length(fn) -> "Verdict":  # noqa: F821
             try:
                 got = int(fn(cap, d, bh, b, algo))
             except Exception as exc:  # noqa: BLE001
-                return finish(name, False, f"raised {type(exc).__name__}: {exc}")
+                return finish(name, False, f"{raised(exc)}")
             used = attention_memory_bytes(algo, got, d, bh, b)
-            rows.append((algo, f"{cap / 1e9:g} GB", d, bh, b, f"{got:,}", f"{want:,}", f"{used / 1e9:.4g} GB",
-                         "" if got == want else "<--"))
+            rows.append((algo, f"{cap / 1e9:g} GB", d, bh, b, got, want, f"{used / 1e9:.4g} GB",
+                         "✔" if got == want else "✘"))
             if got != want:
                 why = ("does not fit: that N needs more than the capacity" if used > cap else
                        "fits, but a larger N fits too")
-                table = _table(("algo", "capacity", "d", "heads", "b", "your N", "want N", "your N needs", ""), rows)
+                table = _table(("algo", "capacity", "d", "heads", "b", "your N", "largest N", "your N needs", "ok"), rows)
                 return finish(name, False, f"{algo}, {cap:,.0f} B, d={d}, {bh} heads, b={b}: N={got:,} {why} "
                                            f"(largest is {want:,})", table)
-    table = _table(("algo", "capacity", "d", "heads", "b", "your N", "want N", "your N needs", ""), rows)
+    table = _table(("algo", "capacity", "d", "heads", "b", "your N", "largest N", "your N needs", "ok"), rows)
     return finish(name, True, "the longest contexts are right for both algorithms", table)

@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from ..memory import Memory
-from .ch05 import _qkv, finish, rw_table
+from .ch00 import Verdict
+from .ch05 import _qkv, finish, rw_table, raised
 
 __all__ = ["check_recompute_p_tile", "check_backward_tile"]
 
@@ -89,7 +90,7 @@ def _check(name, recompute_p=None, backward_tile=None):
         try:
             grads, counters = _alg4_loop(recompute_p, backward_tile, q, k, v, do, br, bc)
         except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"raised {type(exc).__name__}: {exc} (N={n}, d={d}, Br={br}, Bc={bc})")
+            return finish(name, False, f"{raised(exc)} (N={n}, d={d}, Br={br}, Bc={bc})")
         table = rw_table(counters, _simulated_backward(n, d, br, bc))
         want = reference_attention_grads(q, k, v, do)
         worst = {}
@@ -109,13 +110,13 @@ def _check(name, recompute_p=None, backward_tile=None):
                               "N×N P (bytes = the simulator's flash2 backward)", table, errors=worst)
 
 
-def check_recompute_p_tile(fn) -> "Verdict":  # noqa: F821
+def check_recompute_p_tile(fn) -> Verdict:
     """Exercise 07.1: ``fn(q_i, k_j, lse_i, scale) -> P_ij`` (Br, Bc), the forward's probabilities recomputed from
     Q_i, K_j and the saved logsumexp L_i = m_i + log l_i, without any other statistic."""
     return _check("recompute_p_tile", recompute_p=fn)
 
 
-def check_backward_tile(fn) -> "Verdict":  # noqa: F821
+def check_backward_tile(fn) -> Verdict:
     """Exercise 07.2: ``fn(p, q_i, k_j, v_j, do_i, delta_i, scale) -> (dq_i, dk_j, dv_j)``, one tile's
     contributions to the three gradients (delta_i = D_i = rowsum(dO_i ∘ O_i))."""
     return _check("backward_tile", backward_tile=fn)

@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from .ch05 import _fa2_loop, _qkv, finish, reference_attention, rw_table
+from .ch00 import Verdict
+from .ch05 import _fa2_loop, _qkv, finish, reference_attention, rw_table, raised
 
 __all__ = ["check_causal_tile_kind", "check_causal_tile_mask", "causal_tile_counts"]
 
@@ -50,7 +51,7 @@ def _run_causal(d, tile_kind=None, tile_mask=None):
         try:
             out, counters = _fa2_loop(None, q, k, v, br, bc, causal=True, tile_kind=tile_kind, tile_mask=tile_mask)
         except Exception as exc:  # noqa: BLE001
-            return f"raised {type(exc).__name__}: {exc} (N={n}, Br={br}, Bc={bc})", [], {}
+            return f"{raised(exc)} (N={n}, Br={br}, Bc={bc})", [], {}
         sim = _simulated_causal(n, d, br, bc)
         if sim is None:  # the simulator is not there: the reference tile rule gives the bytes
             _, ref = _fa2_loop(None, q, k, v, br, bc, causal=True, tile_kind=causal_tile_kind)
@@ -72,7 +73,7 @@ def _run_causal(d, tile_kind=None, tile_mask=None):
     return None, table, {}
 
 
-def check_causal_tile_kind(fn) -> "Verdict":  # noqa: F821
+def check_causal_tile_kind(fn) -> Verdict:
     """Exercise 08.1: ``fn(i, j, block_r, block_c, n) -> "skip" | "partial" | "full"`` for tile (i, j) of the
     causal score matrix (query row r sees key column c iff c <= r; N need not be a multiple of the blocks)."""
     from ..solutions.ch08 import causal_tile_kind
@@ -84,7 +85,7 @@ def check_causal_tile_kind(fn) -> "Verdict":  # noqa: F821
                 try:
                     got = fn(i, j, br, bc, n)
                 except Exception as exc:  # noqa: BLE001
-                    return finish(name, False, f"raised {type(exc).__name__}: {exc} at tile ({i}, {j})")
+                    return finish(name, False, f"{raised(exc)} at tile ({i}, {j})")
                 if got not in ("skip", "partial", "full"):
                     return finish(name, False, f"tile ({i}, {j}) gave {got!r}: answer 'skip', 'partial' or 'full'")
                 if got != want and not (got == "partial" and want == "full"):
@@ -102,7 +103,7 @@ def check_causal_tile_kind(fn) -> "Verdict":  # noqa: F821
                               f"{counts['partial']} masked, {counts['full']} full", table, counts=counts)
 
 
-def check_causal_tile_mask(fn) -> "Verdict":  # noqa: F821
+def check_causal_tile_mask(fn) -> Verdict:
     """Exercise 08.2: ``fn(i, j, block_r, block_c, n) -> bool array`` of tile (i, j)'s shape (the last tiles are
     smaller when N is ragged), True where key column <= query row (global indices)."""
     from ..solutions.ch08 import causal_tile_kind, causal_tile_mask
@@ -116,7 +117,7 @@ def check_causal_tile_mask(fn) -> "Verdict":  # noqa: F821
                 try:
                     got = np.asarray(fn(i, j, br, bc, n))
                 except Exception as exc:  # noqa: BLE001
-                    return finish(name, False, f"raised {type(exc).__name__}: {exc} at tile ({i}, {j})")
+                    return finish(name, False, f"{raised(exc)} at tile ({i}, {j})")
                 if got.shape != want.shape:
                     return finish(name, False, f"tile ({i}, {j}) of N={n}, Br={br}, Bc={bc}: shape {got.shape}, "
                                                f"want {want.shape} (ragged last blocks are smaller)")
