@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..dtypes import dtype_bytes
 from ..hardware import get_device
 
-__all__ = ["matmul_intensity", "bound", "roofline_time"]
+__all__ = ["matmul_intensity", "which_bound", "min_kernel_time"]
 
 
 def matmul_intensity(m, n, k, dtype) -> float:
@@ -12,12 +12,12 @@ def matmul_intensity(m, n, k, dtype) -> float:
     return 2 * m * n * k / ((m * k + k * n + m * n) * dtype_bytes(dtype))
 
 
-def bound(intensity, device) -> str:
+def which_bound(intensity, device) -> str:
     """Exercise 01.2: compute-bound at or above the ridge point, memory-bound below it."""
     return "compute" if intensity >= get_device(device).ridge_point_flops_per_byte else "memory"
 
 
-def roofline_time(flops, nbytes, device) -> float:
+def min_kernel_time(flops, nbytes, device) -> float:
     """Exercise 01.3: the slower of moving the bytes and doing the math."""
     hw = get_device(device)
     return max(nbytes / hw.hbm_bandwidth_bytes_per_s, flops / hw.peak_matmul_flops)
