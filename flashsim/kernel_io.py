@@ -313,21 +313,39 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
     return out
 
 
-#: programs resident per SM assumed by the L2 model (a Triton attention program with 4-8 warps and 32-100 KB
-#: of shared memory: 1-2 fit on an H100/H200 SM). Only matters when the reuse window is near the L2 size.
-PROGRAMS_PER_SM = 2
+#: Programs resident per SM assumed by the L2 model. The flash kernels at GPU block sizes (BLOCK_M=128, d=128,
+#: K/V tiles double/triple-buffered) use ~100-130 KB of shared memory and most of the register file: one program
+#: per SM. Calibrated: with 2, the single-head N=65536/131072 forward cases miss ncu's DRAM bytes by 44-45%; with
+#: 1 they agree within 1% (benchmarks/results/kernels_h200_*.md).
+PROGRAMS_PER_SM = 1
+
+#: Fraction of the L2 that holds data all SMs share. H100/H200 split the L2 into two partitions; a line one SM
+#: reads from the far partition is also kept in the near one, so data read by every SM (K/V tiles) fills both
+#: halves: about half the L2 is usable for it. Calibrated on the H200: with 1.0 the N=65536 single-head forward
+#: predicts DRAM bytes 69% low (K/V of 32 MB "fit" a 60 MB L2 but were re-read from DRAM every wave); with 0.5
+#: every flash case agrees within 4%.
+L2_SHARED_FRACTION = 0.5
 
 
 def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
                 batch: int = 1, heads: int = 1, block_k: int = 32, hardware="h200",
-                programs_per_sm: int = PROGRAMS_PER_SM, flush_writes: bool = True) -> dict:
-    """DRAM bytes of each launch predicted by the L2 model: {launch name: L2Result, ..., "total": L2Result}."""
+                programs_per_sm: int = PROGRAMS_PER_SM, l2_fraction: float = L2_SHARED_FRACTION,
+                flush_writes: bool = False) -> dict:
+    """DRAM bytes of each launch predicted by the L2 model: {launch name: L2Result, ..., "total": L2Result}.
+
+    Each launch is simulated from a cold L2 with :func:`flashsim.l2.simulate_l2`, ``num_sms × programs_per_sm``
+    programs resident and ``l2_bytes × l2_fraction`` of cache. ``flush_writes=False`` (the default) counts the
+    writes evicted to DRAM while the kernel runs, which is what Nsight Compute measures for one kernel: dirty
+    lines still in L2 when it ends are written back later, outside its measurement. ``flush_writes=True``
+    charges every written byte to the kernel (each write reaches DRAM once eventually).
+    """
     from .hardware import get_device
     hw = get_device(hardware)
     res = {}
     total = L2Result()
+    cap = max(1, int(hw.l2_bytes * l2_fraction))
     for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k):
-        r = simulate_l2(progs, hw.l2_bytes, hw.num_sms * programs_per_sm, flush_writes=flush_writes)
+        r = simulate_l2(progs, cap, hw.num_sms * programs_per_sm, flush_writes=flush_writes)
         res[name] = r
         total = total + r
     res["total"] = total

@@ -239,7 +239,11 @@ NCU_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.su
                "gpu__time_duration.sum",
                # cp.async (LDGSTS) loads bypass the op_ld counter; L2 traffic from the SMs, reads and writes:
                "l1tex__t_bytes_pipe_lsu_mem_global_op_ldgsts.sum",
-               "lts__t_bytes_srcunit_tex_op_read.sum", "lts__t_bytes_srcunit_tex_op_write.sum"]
+               "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum"]
+#: occupancy facts of each launch (what the L2 model's programs_per_sm stands for)
+LAUNCH_METRICS = ["launch__registers_per_thread", "launch__shared_mem_per_block_dynamic",
+                  "launch__shared_mem_per_block_static", "launch__occupancy_limit_registers",
+                  "launch__occupancy_limit_shared_mem", "launch__block_size", "launch__grid_size"]
 
 
 _UNIT_SCALE = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12, "KB": 1e3, "MB": 1e6,
@@ -293,8 +297,8 @@ def _launch_record(r: dict) -> dict:
         "global_load_bytes": g("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum")
         + g("l1tex__t_bytes_pipe_lsu_mem_global_op_ldgsts.sum"),
         "global_store_bytes": g("l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"),
-        "l2_read_bytes_from_sm": g("lts__t_bytes_srcunit_tex_op_read.sum"),
-        "l2_write_bytes_from_sm": g("lts__t_bytes_srcunit_tex_op_write.sum"),
+        "l2_read_bytes_from_sm": 32 * g("lts__t_sectors_srcunit_tex_op_read.sum"),
+        "l2_write_bytes_from_sm": 32 * g("lts__t_sectors_srcunit_tex_op_write.sum"),
         "duration_ns": g("gpu__time_duration.sum"),
         "raw": {k: v for k, v in r.items() if k not in ("id", "kernel")},
     }
@@ -316,7 +320,8 @@ def ncu_profile_batch(configs: list, ncu: str | None = None, timeout: float = 48
                                                     env.get("PYTHONPATH", "")] if p)
     spec = json.dumps({"configs": configs, "warmup": warmup})
     last_err = ""
-    for metrics, units in ((NCU_METRICS, True), (REQUIRED_METRICS, True), (REQUIRED_METRICS, False)):
+    for metrics, units in ((NCU_METRICS + LAUNCH_METRICS, True), (NCU_METRICS, True), (REQUIRED_METRICS, True),
+                           (REQUIRED_METRICS, False)):
         cmd = [exe, "--csv", "--clock-control", "none", "--kernel-name", "regex:^(" + "|".join(names) + ")$",
                "--metrics", ",".join(metrics)] + (["--print-units", "base"] if units else []) + \
               [sys.executable, "-m", "flashsim.measure", "--child", spec]

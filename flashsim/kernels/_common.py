@@ -133,8 +133,8 @@ def interpreter_self_check(force: bool = False) -> None:
         import numpy
         hint = ""
         if "0-dimensional" in repr(exc):
-            hint = (" (Triton < 3.7's interpreter converts 1-element arrays to int, which numpy >= 2.5 refuses: "
-                    "pip install 'numpy<2.5', or a newer triton)")
+            hint = (" (an older Triton interpreter converts 1-element arrays to int, which numpy >= 2.4 refuses: "
+                    "pip install 'numpy<2.4', or the pinned newer triton)")
         raise FlashsimError(f"the Triton interpreter failed a 10-element self-check with numpy "
                             f"{numpy.__version__} and triton {triton.__version__}{hint}: {exc!r}. Install the "
                             "pinned versions (pip install -e .): triton and numpy must match") from exc
