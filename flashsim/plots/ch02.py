@@ -10,8 +10,9 @@ _KIND_COLOR = {"load": 3, "compute": 4, "store": 5}
 
 
 def plot_algorithm0_step(state: dict):
-    """One step of Algorithm 0 (state from :class:`flashsim.widgets.Algorithm0Stepper`): the tile grid of each
-    tensor in HBM (Q, K, V, O by row block; S, P by Br × Bc tile), tiles written so far shaded, the tile of this
+    """One step of a tiled loop (state from :class:`flashsim.widgets.EventStepper`, e.g. Algorithm 0): the tile
+    grid of each tensor in HBM (``state["tensors"]``; N×d ones by row block, the N×N ones in ``state["square"]``
+    by Br × Bc tile), tiles written so far shaded, the tile of this
     step coloured by what happens to it (orange load, green compute, red store); below, the HBM bytes read and
     written per tensor so far. Returns a Figure."""
     from matplotlib.colors import ListedColormap
@@ -21,11 +22,13 @@ def plot_algorithm0_step(state: dict):
     t = -(-n // b)
     ev = state["event"]
     cmap = ListedColormap(["#f4f4f4", "#aec7e8", "#fde0bd", "#ff7f0e", "#2ca02c", "#d62728"])
+    tensors = tuple(state.get("tensors") or ("Q", "K", "V", "S", "P", "O"))
+    squares = tuple(state.get("square") or ("S", "P"))
     fig = Figure(figsize=(8.4, 4.6))
-    gs = fig.add_gridspec(2, 6, height_ratios=[1.25, 1.0], hspace=0.55)
-    for k, name in enumerate(("Q", "K", "V", "S", "P", "O")):
+    gs = fig.add_gridspec(2, len(tensors), height_ratios=[1.25, 1.0], hspace=0.55)
+    for k, name in enumerate(tensors):
         ax = fig.add_subplot(gs[0, k])
-        square = name in ("S", "P")
+        square = name in squares
         grid = np.zeros((t, t if square else 1))
         for tensor, tile in state.get("read", ()):
             if tensor == name and len(tile) == grid.ndim and tile[0] < t:
@@ -47,7 +50,7 @@ def plot_algorithm0_step(state: dict):
         for y in np.arange(-0.5, t, 1):
             ax.axhline(y, color="w", lw=1)
     ax = fig.add_subplot(gs[1, :])
-    names = ["Q", "K", "V", "S", "P", "O"]
+    names = list(tensors)
     r = [state["read_by_tensor"].get(x, 0) for x in names]
     w = [state["write_by_tensor"].get(x, 0) for x in names]
     xs = np.arange(len(names))
@@ -56,7 +59,8 @@ def plot_algorithm0_step(state: dict):
     ax.set_xticks(xs, names)
     ax.set_ylabel("bytes so far")
     ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(f"step {state['step'] + 1}/{state['n_steps']}: {state['phase']} — {ev.kind} {ev.tensor}"
+    phase = f"{state['phase']} — " if state.get("phase") else ""
+    ax.set_title(f"step {state['step'] + 1}/{state['n_steps']}: {phase}{ev.kind} {ev.tensor}"
                  f"{list(ev.tile)} ({ev.nbytes} B)", fontsize=9)
     return fig
 

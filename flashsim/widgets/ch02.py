@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import FlashsimError
 
-__all__ = ["Algorithm0Stepper", "TrafficVsN", "EagerOpsDashboard", "eager_op_bytes", "EAGER_CHOICES"]
+__all__ = ["EventStepper", "Algorithm0Stepper", "TrafficVsN", "EagerOpsDashboard", "eager_op_bytes", "EAGER_CHOICES"]
 
 _OP_LABELS = {"scale": "S·scale", "mask": "mask", "dropout": "dropout"}
 
@@ -56,34 +56,35 @@ def eager_op_bytes(n: int, d: int, dtype: str = "fp16", algo: str = "eager", eag
     return rows
 
 
-class Algorithm0Stepper:
-    """Standard attention (Algorithm 0) on the simulator, one load / compute / store at a time.
+class EventStepper:
+    """Replay an event log of the simulated memory one load / compute / store at a time (chapter 02; chapter 03's
+    tiled QKᵀ reuses it).
 
-    Runs :func:`flashsim.simulate` ("naive", small N, events recorded) once, keeps the load, compute and store
-    events (the "free" events only release SRAM) and replays them: ``update(step=i)`` moves to step i and
-    ``state`` says which tile each tensor has in play, which tiles were written so far, and the HBM bytes read and
-    written per tensor up to and including step i.
+    ``update(step=i)`` moves to step i; ``state`` says which tile each tensor has in play, which tiles were read
+    and written so far, and the HBM bytes read and written per tensor up to and including step i. Subclasses set
+    ``events`` (load, compute and store events; "free" events only release SRAM), ``tensors``, ``square``
+    (the N×N tensors) and ``phase(event)``.
     """
 
-    TENSORS = ("Q", "K", "V", "S", "P", "O")
+    tensors: tuple = ()
+    square: tuple = ()
 
-    def __init__(self, n: int = 8, d: int = 4, block: int = 4, dtype: str = "fp16", seed: int = 0):
-        from ..api import simulate
-        if n > 64:
-            raise FlashsimError(f"n={n}: the stepper draws every tile; use n <= 64 (and flashsim.traffic for more)")
-        self.n, self.d, self.block, self.dtype = n, d, block, dtype
-        self.sim = simulate("naive", n, d, block_r=block, block_c=block, dtype=dtype, seed=seed)
-        self.events = [e for e in self.sim.events if e.kind in ("load", "compute", "store")]
+    def _init_events(self, events, n: int, d: int, block: int) -> None:
+        self.n, self.d, self.block = n, d, block
+        self.events = [e for e in events if e.kind in ("load", "compute", "store")]
         self.n_steps = len(self.events)
         self.step = 0
         self.state: dict = {}
         self.update(step=0)
 
+    def phase(self, event) -> str:
+        return ""
+
     def update(self, step: int | None = None) -> dict:
         if step is not None:
             step = int(step)
             if not 0 <= step < self.n_steps:
-                raise FlashsimError(f"step={step}: Algorithm 0 here has steps 0..{self.n_steps - 1}")
+                raise FlashsimError(f"step={step}: this run has steps 0..{self.n_steps - 1}")
             self.step = step
         reads, writes, written, read = {}, {}, set(), set()
         for e in self.events[: self.step + 1]:
@@ -94,23 +95,21 @@ class Algorithm0Stepper:
                 writes[e.tensor] = writes.get(e.tensor, 0) + e.nbytes
                 written.add((e.tensor, e.tile))
         ev = self.events[self.step]
-        phase = {"S": "1. S = QKᵀ (written to HBM)", "P": "2. P = softmax(S) (S read, P written)",
-                 "O": "3. O = PV (P read)"}
-        current_op = "O" if ev.tensor in ("V", "O") or (ev.tensor == "P" and ev.kind == "load") else (
-            "P" if ev.tensor == "P" or (ev.tensor == "S" and ev.kind == "load") else "S")
         self.state = {"event": ev, "step": self.step, "n_steps": self.n_steps, "n": self.n, "d": self.d,
-                      "block": self.block, "read_by_tensor": reads, "write_by_tensor": writes, "written": written, "read": read,
-                      "phase": phase[current_op], "sram_in_use_bytes": ev.sram_in_use_bytes}
+                      "block": self.block, "read_by_tensor": reads, "write_by_tensor": writes, "written": written,
+                      "read": read, "phase": self.phase(ev), "sram_in_use_bytes": ev.sram_in_use_bytes,
+                      "tensors": self.tensors, "square": self.square}
         return self.state
 
     def readout(self) -> str:
         ev = self.state["event"]
         what = {"load": "HBM → SRAM", "store": "SRAM → HBM", "compute": "on chip"}[ev.kind]
         reuse = " — already on chip, 0 HBM bytes" if ev.kind == "load" and ev.nbytes == 0 else ""
+        note = f" — {ev.note}" if ev.note and "reused" not in ev.note else ""
         r, w = sum(self.state["read_by_tensor"].values()), sum(self.state["write_by_tensor"].values())
-        return (f"step {self.step + 1}/{self.n_steps} — {self.state['phase']}: {ev.kind} {ev.tensor}{list(ev.tile)} "
-                f"{what}, {ev.nbytes} B{reuse}{' — ' + ev.note if ev.note and 'reused' not in ev.note else ''}. So far: {r} B read, {w} B written; "
-                f"SRAM in use {ev.sram_in_use_bytes} B")
+        phase = f"{self.state['phase']}: " if self.state["phase"] else ""
+        return (f"step {self.step + 1}/{self.n_steps} — {phase}{ev.kind} {ev.tensor}{list(ev.tile)} {what}, "
+                f"{ev.nbytes} B{reuse}{note}. So far: {r} B read, {w} B written; SRAM in use {ev.sram_in_use_bytes} B")
 
     def figure(self):
         from ..plots.ch02 import plot_algorithm0_step
@@ -129,6 +128,32 @@ class Algorithm0Stepper:
 
         box, _, _ = play_controls(self.n_steps, on_step, description="step", interval_ms=500, value=self.step)
         return W.VBox([box, text, img])
+
+
+class Algorithm0Stepper(EventStepper):
+    """Standard attention (Algorithm 0) on the simulator, one load / compute / store at a time.
+
+    Runs :func:`flashsim.simulate` ("naive", small N, events recorded) once and replays its events (see
+    :class:`EventStepper`); ``sim`` holds the simulation (output, counters, error).
+    """
+
+    tensors = ("Q", "K", "V", "S", "P", "O")
+    square = ("S", "P")
+
+    def __init__(self, n: int = 8, d: int = 4, block: int = 4, dtype: str = "fp16", seed: int = 0):
+        from ..api import simulate
+        if n > 64:
+            raise FlashsimError(f"n={n}: the stepper draws every tile; use n <= 64 (and flashsim.traffic for more)")
+        self.dtype = dtype
+        self.sim = simulate("naive", n, d, block_r=block, block_c=block, dtype=dtype, seed=seed)
+        self._init_events(self.sim.events, n, d, block)
+
+    def phase(self, ev) -> str:
+        if ev.tensor in ("V", "O") or (ev.tensor == "P" and ev.kind == "load"):
+            return "3. O = PV (P read)"
+        if ev.tensor == "P" or (ev.tensor == "S" and ev.kind == "load"):
+            return "2. P = softmax(S) (S read, P written)"
+        return "1. S = QKᵀ (written to HBM)"
 
 
 class TrafficVsN:
