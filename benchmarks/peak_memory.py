@@ -196,8 +196,8 @@ def main(argv=None):
         gpu_result["date"] = now.isoformat(timespec="seconds")
     elif args.gpu_json is not None:
         gpu_result = json.loads(args.gpu_json.read_text())["gpu"]
-        gpu_result["from_file"] = str(args.gpu_json.relative_to(ROOT) if args.gpu_json.resolve().is_relative_to(ROOT)
-                                      else args.gpu_json)
+        gpu_json = args.gpu_json.resolve()
+        gpu_result["from_file"] = str(gpu_json.relative_to(ROOT) if gpu_json.is_relative_to(ROOT) else gpu_json)
     result = {
         "benchmark": "peak_memory (chapters 06, 10): naive vs flash attention, peak memory growth per call",
         "date": now.isoformat(timespec="seconds"),
