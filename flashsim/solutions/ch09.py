@@ -1,0 +1,17 @@
+"""Chapter 09 solutions: FA2's forward HBM bytes in closed form, and the compulsory DRAM bytes behind L2."""
+from __future__ import annotations
+
+__all__ = ["flash2_forward_bytes", "compulsory_dram_bytes"]
+
+
+def flash2_forward_bytes(n: int, d: int, block_r: int, elem_bytes: int, stats_bytes: int) -> int:
+    """Exercise 09.1: reads Q once and K, V once per row block (T_r = ⌈N/B_r⌉); writes O and the logsumexp once."""
+    t_r = -(-n // block_r)
+    reads = n * d * elem_bytes + t_r * 2 * n * d * elem_bytes
+    writes = n * d * elem_bytes + n * stats_bytes
+    return reads + writes
+
+
+def compulsory_dram_bytes(batch: int, heads: int, n: int, d: int, elem_bytes: int) -> int:
+    """Exercise 09.2: every tensor crosses DRAM once: Q, K, V read, O written, plus the fp32 logsumexp written."""
+    return batch * heads * (4 * n * d * elem_bytes + 4 * n)
