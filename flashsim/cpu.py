@@ -17,9 +17,9 @@ registers are smaller and faster still. So the same algorithm works here:
 How it is made fast (what chapter 10 discusses):
 
 * the two small matrix products per tile (``Q_blk K_blk^T`` and ``P V_blk``) run in a register-blocked
-  micro-kernel: 4 rows x 64 columns of accumulators stay in 16 AVX-512 registers while the inner loop streams over
-  the shared dimension (emitted as LLVM vector code by a numba intrinsic, because numba's auto-vectorizer does not
-  keep accumulators in registers across a loop);
+  micro-kernel: 4 rows x 64 columns of accumulators stay in 16 AVX-512 registers (4 x 16 in 8 AVX2 registers on
+  CPUs without AVX-512) while the inner loop streams over the shared dimension. It is emitted as LLVM vector code
+  by a numba intrinsic, because numba's auto-vectorizer does not keep accumulators in registers across a loop;
 * K is transposed once (O(N d) extra) so the score tile's columns are contiguous;
 * the scale ``sm_scale * log2(e)`` is folded into Q once, so the softmax uses ``2**x``, computed by a vectorizable
   polynomial (numba has no vector ``exp`` without Intel SVML);
@@ -58,14 +58,32 @@ __all__ = [
 TILE_ROWS = 4
 #: Columns in one SIMD vector (16 float32 = one AVX-512 register): block_c and d are padded to multiples of this.
 TILE_COLS = 16
-_VEC = 16  # float32 lanes per vector
-_MAX_V = 4  # vectors per micro-kernel row: 4 rows x 4 vectors = 16 accumulator registers
-_PANEL = _VEC * _MAX_V  # columns per panel of the packed K^T
+
+
+def _simd_shape() -> tuple[int, int]:
+    """(float32 lanes per vector, vectors per micro-kernel row) for this CPU.
+
+    AVX-512 has 32 registers of 16 floats: 4 rows x 4 vectors = 16 accumulators plus 4 loaded vectors and a
+    broadcast fit. Elsewhere (AVX2: 16 registers of 8 floats; Arm NEON) 8-float vectors, 2 per row, keep the
+    accumulators from spilling to memory.
+    """
+    try:
+        from llvmlite import binding
+
+        if binding.get_host_cpu_features().get("avx512f", False):
+            return 16, 4
+    except Exception:  # noqa: BLE001 - feature detection is best effort; the fallback is always correct
+        pass
+    return 8, 2
+
+
+_VEC, _MAX_V = _simd_shape()
+_PANEL = max(_VEC * _MAX_V, TILE_COLS)  # columns per panel of the packed K^T (a multiple of TILE_COLS)
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
-# Fast-math flags without "ninf" on values that may be huge, and without "reassoc" in the micro-kernels (they are
-# written out by hand). "reassoc" is needed for the vectorized row max and row sum.
+# fastmath: "reassoc" lets LLVM vectorize the row max and row sum; "ninf"/"nnan" are safe because no -inf or NaN is
+# ever produced (masked entries are skipped, the running max starts at -1e30, 2**x is clamped to 0 below -127).
 _FASTMATH = {"nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"}
 
 
@@ -115,7 +133,7 @@ def _make_gemm_kernel(nvec: int, accumulate: bool):
                         init = ir.Constant(vty, [0.0] * _VEC)
                     builder.store(init, accs[r][v])
             fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vty, [vty, vty, vty]),
-                                                 "llvm.fma.v16f32")
+                                                 f"llvm.fma.v{_VEC}f32")
             undef = ir.Constant(vty, ir.Undefined)
             zero_mask = ir.Constant(ir.VectorType(ir.IntType(32), _VEC), [0] * _VEC)
             with cgutils.for_range(builder, k_v) as loop:
@@ -143,6 +161,7 @@ def _make_gemm_kernel(nvec: int, accumulate: bool):
     return gemm
 
 
+# one intrinsic per width (1 to 4 vectors: the dispatch below never asks for more than _MAX_V)
 _gemm_set_1 = _make_gemm_kernel(1, False)
 _gemm_set_2 = _make_gemm_kernel(2, False)
 _gemm_set_3 = _make_gemm_kernel(3, False)
@@ -381,8 +400,8 @@ def default_blocks(d: int, hardware=None) -> tuple[int, int]:
 
     ``block_r`` is 64: a 64 x 64 float32 Q block is 16 KiB, small enough to stay in the 32-48 KiB L1 data cache
     while the K blocks stream past, and N / 64 Q blocks give every core many tasks to share (with dynamic
-    scheduling, a core slowed by other work then delays nobody). ``block_c`` is then the largest multiple of 64 (one
-    packed panel of K^T) for which that sum fits in half of the L2 cache, the other half being left for what the
+    scheduling, a core slowed by other work then delays nobody). ``block_c`` is then the largest multiple of 64 (a
+    whole number of packed panels of K^T) for which that sum fits in half of the L2 cache, the other half being left for what the
     hardware prefetches, capped at 1024. With 1 MiB of L2 per core and d = 64 that is 64 x 640 (a 160 KiB S tile,
     512 KiB in all). ``benchmarks/cpu_speed.py`` sweeps block_c against the cache sizes.
 
@@ -399,8 +418,8 @@ def default_blocks(d: int, hardware=None) -> tuple[int, int]:
     budget = hardware.sram_bytes // 2
     dp = _round_up(int(d), TILE_COLS)
     block_r = 64
-    block_c = _PANEL
-    for bc in range(_PANEL, 1024 + 1, _PANEL):
+    block_c = 64
+    for bc in range(64, 1024 + 1, 64):
         if 4 * (2 * block_r * dp + 2 * bc * dp + block_r * bc) <= budget:
             block_c = bc
     return block_r, block_c
