@@ -10,7 +10,8 @@ repetition calls every implementation once, in turn, so background load hits all
 reports the median over repetitions (after warm-up calls, which include numba's compilation). Then it sweeps
 block_c at N=4096 to show time against the per-step working set, with the L1d and L2 (the CPU's "SRAM") sizes
 marked. The machine may be shared: each row records how many cores other processes kept busy meanwhile, and
---wait-quiet SECONDS first waits for an idle moment. Writes benchmarks/results/cpu_speed_<date>.json and figures/cpu_speed.png.
+--wait-quiet SECONDS first waits for an idle moment.
+Writes benchmarks/results/cpu_speed_<date>.json and figures/cpu_speed.png.
 """
 from __future__ import annotations
 
@@ -256,7 +257,8 @@ def print_table(rows):
         m = r["median_ms"]
         print(f"{r['N']:>6} | {m['flash (numba)']:>9.2f} | {m['naive numpy']:>9.2f} | {m['torch SDPA']:>9.2f} | "
               f"{r['speedup_vs_naive']:>10.2f}x | {r['speed_vs_torch']:>16.2f}x | "
-              f"{r['gflops']['flash (numba)']:>13.1f} | {r['max_abs_error_vs_float64'].get('flash (numba)', 0):>8.1e} | "
+              f"{r['gflops']['flash (numba)']:>13.1f} | "
+              f"{r['max_abs_error_vs_float64'].get('flash (numba)', 0):>8.1e} | "
               f"{r['other_processes_busy_cores']:>5.2f} cores")
 
 

@@ -223,7 +223,8 @@ def main(argv=None):
     for r in cpu_rows:
         ratio = "-" if not r["naive numpy"] else f"{r['naive numpy'] / r['flash (numba)']:10.1f}x"
         print(f"{r['N']:>6} | {fmt(r['naive numpy']):>11} | {fmt(r['torch naive']):>11} | "
-              f"{fmt(r['flash (numba)']):>11} | {fmt(r['torch SDPA']):>10} | {fmt(r['naive_S_bytes']):>9} | {ratio:>11}")
+              f"{fmt(r['flash (numba)']):>11} | {fmt(r['torch SDPA']):>10} | {fmt(r['naive_S_bytes']):>9} | "
+              f"{ratio:>11}")
     if gpu_result:
         print(f"GPU {gpu_result['device']}, fp16, {args.gpu_heads} heads, d={args.d} (MiB):")
         for r in gpu_result["rows"]:

@@ -401,9 +401,10 @@ def default_blocks(d: int, hardware=None) -> tuple[int, int]:
     ``block_r`` is 64: a 64 x 64 float32 Q block is 16 KiB, small enough to stay in the 32-48 KiB L1 data cache
     while the K blocks stream past, and N / 64 Q blocks give every core many tasks to share (with dynamic
     scheduling, a core slowed by other work then delays nobody). ``block_c`` is then the largest multiple of 64 (a
-    whole number of packed panels of K^T) for which that sum fits in half of the L2 cache, the other half being left for what the
-    hardware prefetches, capped at 1024. With 1 MiB of L2 per core and d = 64 that is 64 x 640 (a 160 KiB S tile,
-    512 KiB in all). ``benchmarks/cpu_speed.py`` sweeps block_c against the cache sizes.
+    whole number of packed panels of K^T) for which that sum fits in half of the L2 cache, the other half being
+    left for what the hardware prefetches, capped at 1024. With 1 MiB of L2 per core and d = 64 that is 64 x 640
+    (a 160 KiB S tile, 512 KiB in all). ``benchmarks/cpu_speed.py`` sweeps block_c against the cache sizes: past
+    a few hundred columns the time is flat, so the rule is about not being too small, and about staying in L2.
 
     >>> from flashsim.hardware import get_device
     >>> default_blocks(64, get_device("cpu", sram_bytes=1024 * 1024))
