@@ -41,8 +41,9 @@ def plot_gradient_check(errors: dict, title: str = "relative error vs float64 au
     for s_i, src in enumerate(sources):
         vals = [max(errors[src][nm], 1e-17) for nm in names]
         ax.bar(np.arange(len(names)) + s_i * w - 0.4 + w / 2, vals, w, label=src)
-    ax.axhline(2.0 ** -24, color="grey", linestyle=":", linewidth=1)
-    ax.text(len(names) - 0.5, 2.0 ** -24, "fp32 unit roundoff", fontsize=7, ha="right", va="bottom", color="grey")
+    for level, label in ((2.0 ** -24, "fp32 unit roundoff 2⁻²⁴"), (2.0 ** -11, "TF32 unit roundoff 2⁻¹¹")):
+        ax.axhline(level, color="grey", linestyle=":", linewidth=1)
+        ax.text(len(names) - 0.5, level, label, fontsize=7, ha="right", va="bottom", color="grey")
     ax.set_yscale("log")
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_ylabel("relative error")
