@@ -141,7 +141,7 @@ def timed(fn, *args) -> float:
     return time.perf_counter() - t0
 
 
-def run_speed(ns, d, reps, warmup, rounds, progress):
+def run_speed(ns, d, reps, warmup, rounds, progress, settle_s=0.3):
     impls = implementations()
     rows = []
     for n in ns:
@@ -155,8 +155,8 @@ def run_speed(ns, d, reps, warmup, rounds, progress):
             if want is not None:
                 errors[name] = float(np.abs(out - want).max())
         # rounds of consecutive calls per implementation, the order rotated each round: background load is shared
-        # out alike, and one library's idle worker threads (torch's OpenMP pool, OpenBLAS's) spinning right after
-        # its own call do not land inside another library's timings (one untimed call first each time)
+        # out alike, and one library's idle worker threads (torch's OpenMP pool, OpenBLAS's), which spin for a while
+        # after their own call, do not land inside another library's timings (a pause, then one untimed call)
         times = {name: [] for name in impls}
         names = list(impls)
         load = OtherLoad().__enter__()
@@ -164,6 +164,7 @@ def run_speed(ns, d, reps, warmup, rounds, progress):
         for rnd in range(rounds):
             for name in names[rnd % len(names):] + names[:rnd % len(names)]:
                 fn = impls[name]
+                time.sleep(settle_s)  # let the previous library's worker threads stop spinning (OpenBLAS: ~0.1 s)
                 fn(q, k, v)
                 for _ in range(per_round):
                     times[name].append(timed(fn, q, k, v))
@@ -314,8 +315,8 @@ def main(argv=None):
                     "numba_threading_layer": numba.threading_layer()},
         "blas": blas_info(),
         "method": f"median of {args.reps} timed calls per implementation after {args.warmup} warm-up calls, in "
-                  f"{args.rounds} rounds of consecutive calls (order rotated each round, one untimed call before "
-                  "each run of calls); single head, float32, non-causal; FLOPs = 4 N^2 d. The machine is shared: "
+                  f"{args.rounds} rounds of consecutive calls (order rotated each round; before each run of calls "
+                  "a 0.3 s pause, for the other libraries' worker threads to stop spinning, and one untimed call); single head, float32, non-causal; FLOPs = 4 N^2 d. The machine is shared: "
                   "load_average_before/after say how busy it was",
         "speed": speed,
         "block_sweep": {"N": args.sweep_n, "d": args.d, "l1d_bytes": cache_bytes(1), "l2_bytes": hw.sram_bytes,
