@@ -205,7 +205,7 @@ COURSE_MAP = [
     ("07", "07_backward.ipynb", "The backward pass",
      "recompute vs store P, Algorithm 4 step by step, a gradient check"),
     ("08", "08_causal.ipynb", "Causal masking", "per-tile masks, skipped tiles, the ~2x saving, animated"),
-    ("09", "09_speedup.ipynb", "Why the speedup is real",
+    ("09", "09_why_speedup.ipynb", "Why the speedup is real",
      "Θ(N²d²/M) vs the measured sweep, the roofline time model, FA1 Fig. 2 left, L2 and DRAM bytes"),
     ("10", "10_cpu_view.ipynb", "The CPU view",
      "caches as the fast tier, a numba blocked kernel vs naive numpy, block size vs cache size"),

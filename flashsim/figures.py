@@ -3,7 +3,8 @@
 Convention (for every chapter author)
 -------------------------------------
 A figure is a function with no required arguments whose name starts with ``figure_`` and whose docstring's first
-line is the file it writes, relative to the repository root::
+line is the file it writes, relative to the repository root (a ``figure_*`` function that needs arguments, such as
+a ``figure_to_png(fig)`` helper, is not a figure and is ignored)::
 
     # flashsim/plots/ch02.py
     def figure_traffic_vs_n() -> Figure:
@@ -60,9 +61,17 @@ def _spec_of(module_name: str, func: Callable) -> FigureSpec:
     return FigureSpec(func.__name__[len("figure_"):], first, "flashsim.figures" if module_name == "__main__" else module_name, func)
 
 
+def _no_required_args(func) -> bool:
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in inspect.signature(func).parameters.values())
+
+
 def _figure_functions(module) -> list[Callable]:
+    """``figure_*`` functions defined in `module` that take no required argument (a helper such as
+    ``figure_to_png(fig)`` is not a figure)."""
     return [obj for name, obj in vars(module).items()
-            if name.startswith("figure_") and inspect.isfunction(obj) and obj.__module__ == module.__name__]
+            if name.startswith("figure_") and inspect.isfunction(obj) and obj.__module__ == module.__name__
+            and _no_required_args(obj)]
 
 
 def registry() -> dict[str, FigureSpec]:
