@@ -50,18 +50,6 @@ def play_controls(n_steps: int, on_step, description: str = "step", interval_ms:
 
 
 # --- the loop, stepped -----------------------------------------------------------------------------------------
-def _parse_sram_name(name: str):
-    """'K(2,)' -> ('K', (2,)); names without a tile stay (name, ())."""
-    if "(" in name and name.endswith(")"):
-        head, _, rest = name.partition("(")
-        try:
-            idx = tuple(int(x) for x in rest[:-1].split(",") if x.strip())
-        except ValueError:
-            return name, ()
-        return head, idx
-    return name, ()
-
-
 class FlashStepper:
     """Step through a tiled attention loop on the simulator, one :class:`~flashsim.memory.Event` at a time.
 
