@@ -26,7 +26,8 @@ def plot_speedup_vs_n(sweep: dict, current: dict | None = None, title: str = "")
     ax.set_xlabel("sequence length N")
     ax.set_ylabel("naive time / flash time")
     ax.set_ylim(bottom=0)
-    ax.set_title(title, fontsize=8)
+    import textwrap
+    ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=8)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
