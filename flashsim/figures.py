@@ -13,7 +13,8 @@ a ``figure_to_png(fig)`` helper, is not a figure and is ignored)::
 
 This module discovers them: it imports every submodule of :mod:`flashsim.plots` (``ch00.py`` ... ``ch12.py``) and
 collects its ``figure_*`` functions, plus the ``figure_*`` functions defined here (figures drawn from benchmark
-JSON results under ``benchmarks/results/``). Nothing has to be registered by hand and ``figure_*`` functions need
+JSON results under ``benchmarks/results/``, by the benchmark scripts' own ``plot`` functions: such a function takes
+a ``path`` keyword and writes the file itself). Nothing has to be registered by hand and ``figure_*`` functions need
 not be in ``__all__``. A function may return ``None`` to say "nothing to draw" (e.g. a benchmark result that is
 not there yet); it is then reported as skipped, not as an error. Two functions naming the same file is an error.
 
@@ -99,12 +100,17 @@ def registry() -> dict[str, FigureSpec]:
 
 
 def render(spec: FigureSpec, root: Path = ROOT, dpi: int = 120) -> Path | None:
-    """Draw one figure and save it under `root`; None when the function had nothing to draw."""
+    """Draw one figure and save it under `root`; None when the function had nothing to draw.
+
+    A figure function that accepts a ``path`` keyword writes the file itself (benchmark scripts' own ``plot``
+    functions): it is called with the output path and returns a truthy value when it wrote it."""
+    out = Path(root) / spec.path
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if "path" in inspect.signature(spec.func).parameters:
+        return out if spec.func(path=out) else None
     fig = spec.func()
     if fig is None:
         return None
-    out = Path(root) / spec.path
-    out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=dpi, bbox_inches="tight", metadata={"Software": None} if out.suffix == ".png" else None)
     try:
         import matplotlib.pyplot as plt
@@ -125,6 +131,68 @@ def _load_results(pattern: str) -> list[dict]:
             continue
         out.extend(data if isinstance(data, list) else data.get("cases", data.get("results", [data])))
     return [r for r in out if isinstance(r, dict)]
+
+
+def _newest_result(pattern: str, need: str | None = None) -> tuple[Path, dict] | None:
+    """The benchmarks/results file matching `pattern` with the latest "date" (or name), having key `need`."""
+    found = []
+    for path in (ROOT / "benchmarks" / "results").glob(pattern):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and (need is None or data.get(need)):
+            found.append((str(data.get("date", "")), path.name, path, data))
+    if not found:
+        return None
+    _, _, path, data = max(found, key=lambda t: (t[0], t[1]))
+    return path, data
+
+
+def _benchmark_script(name: str):
+    """Import benchmarks/<name>.py (a script, not a package) to reuse its ``plot`` function."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"_flashsim_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def figure_peak_memory_cpu(path=None):
+    """figures/peak_memory_cpu.png
+
+    From the newest benchmarks/results/cpu_peak_memory_*.json, drawn by benchmarks/peak_memory.py's ``plot``.
+    """
+    found = _newest_result("cpu_peak_memory_*.json", need="cpu")
+    if found is None:
+        return None
+    _benchmark_script("peak_memory").plot(found[1], path)
+    return True
+
+
+def figure_cpu_speed(path=None):
+    """figures/cpu_speed.png
+
+    From the newest benchmarks/results/cpu_speed_*.json, drawn by benchmarks/cpu_speed.py's ``plot``.
+    """
+    found = _newest_result("cpu_speed_*.json", need="speed")
+    if found is None:
+        return None
+    _benchmark_script("cpu_speed").plot(found[1], path)
+    return True
+
+
+def figure_measured_vs_simulated_h200(path=None):
+    """figures/measured_vs_simulated_h200.png
+
+    From the newest benchmarks/results/kernels_h200*.json (the ncu sweep), drawn by benchmarks/gpu_validate.py's
+    ``plot``; skipped while that result is not there.
+    """
+    found = _newest_result("kernels_h200*.json", need="ncu_sweep")
+    if found is None:
+        return None
+    _benchmark_script("gpu_validate").plot(str(found[0]), str(path))
+    return True
 
 
 def figure_notebook_wall_times():
