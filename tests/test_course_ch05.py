@@ -83,3 +83,23 @@ def test_checker_reports_a_stub_that_raises(capsys):
         raise NotImplementedError("todo")
     assert not ex.check_online_block_update(stub)
     assert "not implemented yet" in capsys.readouterr().out
+
+
+def test_widget_wiring_without_a_kernel():
+    """show() builds real ipywidgets; moving a control redraws the picture (what the browser test checks)."""
+    pytest.importorskip("ipywidgets")
+    d = TrafficDashboard()
+    d.show()
+    w = d._widgets
+    assert w["slider"].description == "block_c" and "flashsim-block-c-slider" in w["slider"]._dom_classes
+    assert "flashsim-traffic-plot" in w["image"]._dom_classes
+    before, text = w["image"].value, w["readout"].value
+    w["slider"].value = 128
+    assert d.block_c == 128 and w["image"].value != before and w["readout"].value != text
+    w["device"].value = "t4"
+    assert d.device == "t4"
+    s = FlashStepper()
+    s.show()
+    before = s._widgets["image"].value
+    s._widgets["slider"].value = 20
+    assert s.step == 20 and s._widgets["image"].value != before

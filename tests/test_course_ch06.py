@@ -57,3 +57,12 @@ def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, cap
     for wrong in bad:
         assert not check(wrong)
         assert capsys.readouterr().out.startswith("✘")
+
+
+def test_context_dashboard_widgets():
+    pytest.importorskip("ipywidgets")
+    c = ContextMemoryDashboard()
+    c.show()
+    before = c._widgets["image"].value
+    c._widgets["device"].value = "t4"
+    assert c.device == "t4" and c._widgets["image"].value != before and "t4" in c._widgets["readout"].value

@@ -49,3 +49,12 @@ def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, cap
     for wrong in bad:
         assert not check(wrong)
         assert capsys.readouterr().out.startswith("✘")
+
+
+def test_backward_dashboard_widgets():
+    pytest.importorskip("ipywidgets")
+    d = BackwardCostDashboard(n=1024)
+    d.show()
+    before = d._widgets["image"].value
+    d._widgets["n"].value = 8192
+    assert d.n == 8192 and d._widgets["image"].value != before

@@ -53,3 +53,15 @@ def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, cap
     for wrong in bad:
         assert not check(wrong)
         assert capsys.readouterr().out.startswith("✘")
+
+
+def test_animator_widgets():
+    pytest.importorskip("ipywidgets")
+    a = CausalTileAnimator()
+    a.show()
+    w = a._widgets
+    before = w["image"].value
+    w["step"].value = 5
+    assert a.step == 5 and w["image"].value != before
+    w["block_c"].value = 16
+    assert a.block_c == 16 and w["step"].max == a.n_steps and a.step == 0

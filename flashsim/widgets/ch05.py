@@ -211,7 +211,8 @@ class FlashStepper:
             self.update(i)
             set_png(img, self.figure())
 
-        controls, self._play, self._slider = play_controls(self.n_steps, on_step, "event", interval_ms, self.step)
+        controls, play, slider = play_controls(self.n_steps, on_step, "event", interval_ms, self.step)
+        self._widgets = {"play": play, "slider": slider, "image": img}
         return W.VBox([controls, img])
 
 

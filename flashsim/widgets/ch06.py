@@ -153,4 +153,5 @@ class ContextMemoryDashboard:
 
         for w in (dev, bh, d):
             w.observe(redraw, names="value")
+        self._widgets = {"device": dev, "batch_heads": bh, "d": d, "readout": text, "image": img}
         return W.VBox([W.HBox([dev, bh, d]), text, img])

@@ -72,6 +72,7 @@ class BackwardCostDashboard:
 
         n.observe(redraw, names="value")
         d.observe(redraw, names="value")
+        self._widgets = {"n": n, "d": d, "readout": text, "image": img}
         return W.VBox([W.HBox([n, d]), text, img])
 
 

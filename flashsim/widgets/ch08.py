@@ -110,6 +110,7 @@ class CausalTileAnimator:
         for w in (n, br, bc):
             w.observe(on_grid, names="value")
         step.observe(on_step, names="value")
+        self._widgets = {"play": play, "step": step, "n": n, "block_r": br, "block_c": bc, "image": img}
         return W.VBox([W.HBox([play, step]), W.HBox([n, br, bc]), img])
 
 
