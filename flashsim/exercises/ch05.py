@@ -131,6 +131,8 @@ def check_online_block_update(fn) -> Verdict:
     m, l: (Br,) running max and sum; acc: (Br, d) unnormalised output; s: (Br, Bc) scaled scores; v: (Bc, d).
     The checker runs a whole forward pass with ``fn`` (several block shapes, a ragged last block, scores large
     enough that a missing max-subtraction overflows) and compares O with float64 attention.
+
+    Introduced in chapter 05.
     """
     name = "online_block_update"
     worst = 0.0
@@ -168,7 +170,10 @@ def expected_flash2_counters(n: int, d: int, block_r: int, elem_bytes: int = 4) 
 def check_flash2_forward_loop(fn) -> Verdict:
     """Exercise 05.2: ``fn(mem, n, d, block_r, block_c)`` runs the FA2 forward on ``mem`` (a Memory holding Q, K,
     V and an empty O, fp32) with ``mem.load`` / ``mem.store``, so that O is right *and* every byte is where FA2
-    puts it: Q read once, K and V once per row block, O written once. N is not a multiple of the blocks."""
+    puts it: Q read once, K and V once per row block, O written once. N is not a multiple of the blocks.
+
+    Introduced in chapter 05.
+    """
     name = "flash2_forward_loop"
     for n, d, br, bc, seed in ((16, 8, 4, 8, 3), (30, 8, 8, 4, 4)):
         q, k, v = _qkv(n, d, seed)
@@ -219,7 +224,10 @@ def _simulated_fa1(n, d, block_c, elem_bytes):
 
 def check_fa1_hbm_bytes(fn) -> Verdict:
     """Exercise 05.3: ``fn(n, d, block_c, elem_bytes) -> int``, Algorithm 1's forward HBM bytes (reads + writes,
-    without the initial memset of O, l, m). Checked on the paper's Fig. 2 sizes and on ragged N."""
+    without the initial memset of O, l, m). Checked on the paper's Fig. 2 sizes and on ragged N.
+
+    Introduced in chapter 05.
+    """
     name = "fa1_hbm_bytes"
     table = []
     for n, d, bc, b in ((1024, 64, 64, 2), (1024, 64, 256, 2), (1000, 64, 128, 2), (77, 16, 32, 4)):

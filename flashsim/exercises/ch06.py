@@ -22,7 +22,10 @@ def _table(header, rows) -> Table:
 def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel_tol: float = 0.03) -> Verdict:
     """Exercise 06.1: ``fn(n, d) -> bytes``, the peak memory :func:`flashsim.cpu.naive_attention_numpy` allocates
     on one float32 (N, d) head. The checker *measures* it with :func:`flashsim.peak_memory.peak_memory_cpu`
-    (tracemalloc) and accepts predictions within 3 %."""
+    (tracemalloc) and accepts predictions within 3 %.
+
+    Introduced in chapter 06.
+    """
     from ..cpu import naive_attention_numpy
     from ..peak_memory import peak_memory_cpu
     name = "naive_numpy_peak_bytes"

@@ -112,11 +112,17 @@ def _check(name, recompute_p=None, backward_tile=None):
 
 def check_recompute_p_tile(fn) -> Verdict:
     """Exercise 07.1: ``fn(q_i, k_j, lse_i, scale) -> P_ij`` (Br, Bc), the forward's probabilities recomputed from
-    Q_i, K_j and the saved logsumexp L_i = m_i + log l_i, without any other statistic."""
+    Q_i, K_j and the saved logsumexp L_i = m_i + log l_i, without any other statistic.
+
+    Introduced in chapter 07.
+    """
     return _check("recompute_p_tile", recompute_p=fn)
 
 
 def check_backward_tile(fn) -> Verdict:
     """Exercise 07.2: ``fn(p, q_i, k_j, v_j, do_i, delta_i, scale) -> (dq_i, dk_j, dv_j)``, one tile's
-    contributions to the three gradients (delta_i = D_i = rowsum(dO_i ∘ O_i))."""
+    contributions to the three gradients (delta_i = D_i = rowsum(dO_i ∘ O_i)).
+
+    Introduced in chapter 07.
+    """
     return _check("backward_tile", backward_tile=fn)

@@ -18,7 +18,10 @@ _CASES = ((16, 4, 4), (20, 8, 4), (19, 4, 8), (33, 8, 8))  # (N, Br, Bc): square
 
 
 def causal_tile_counts(n: int, block_r: int, block_c: int, tile_kind=None) -> dict:
-    """{"skip": .., "partial": .., "full": ..} tile counts of the Tr × Tc grid (reference rule by default)."""
+    """{"skip": .., "partial": .., "full": ..} tile counts of the Tr × Tc grid (reference rule by default).
+
+    Introduced in chapter 08.
+    """
     from ..solutions.ch08 import causal_tile_kind
     tile_kind = tile_kind or causal_tile_kind
     counts = {"skip": 0, "partial": 0, "full": 0}
@@ -75,7 +78,10 @@ def _run_causal(d, tile_kind=None, tile_mask=None):
 
 def check_causal_tile_kind(fn) -> Verdict:
     """Exercise 08.1: ``fn(i, j, block_r, block_c, n) -> "skip" | "partial" | "full"`` for tile (i, j) of the
-    causal score matrix (query row r sees key column c iff c <= r; N need not be a multiple of the blocks)."""
+    causal score matrix (query row r sees key column c iff c <= r; N need not be a multiple of the blocks).
+
+    Introduced in chapter 08.
+    """
     from ..solutions.ch08 import causal_tile_kind
     name = "causal_tile_kind"
     for n, br, bc in _CASES:
@@ -105,7 +111,10 @@ def check_causal_tile_kind(fn) -> Verdict:
 
 def check_causal_tile_mask(fn) -> Verdict:
     """Exercise 08.2: ``fn(i, j, block_r, block_c, n) -> bool array`` of tile (i, j)'s shape (the last tiles are
-    smaller when N is ragged), True where key column <= query row (global indices)."""
+    smaller when N is ragged), True where key column <= query row (global indices).
+
+    Introduced in chapter 08.
+    """
     from ..solutions.ch08 import causal_tile_kind, causal_tile_mask
     name = "causal_tile_mask"
     for n, br, bc in _CASES:

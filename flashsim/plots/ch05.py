@@ -37,6 +37,8 @@ def plot_tile_state(state: dict):
     ``in_sram`` set of (tensor, block index), ``current`` set of (tensor, block index) this step touches,
     ``title``, ``rows``
     {label: array over the N rows (NaN = not yet known)}, ``caption``.
+
+    Introduced in chapter 05.
     """
     rows = state.get("rows", {})
     fig = _figure((11, 2.6 + 1.25 * len(rows)))
@@ -82,7 +84,10 @@ def _rect(xy, w, h, face, edge):
 
 def plot_traffic_vs_block(block_cs, simulated_gb, *, current=None, paper: dict | None = None, title: str = "",
                           ylabel: str = "HBM traffic (GB)"):
-    """Bars of simulated HBM traffic per block size, the paper's numbers beside them, the current block marked."""
+    """Bars of simulated HBM traffic per block size, the paper's numbers beside them, the current block marked.
+
+    Introduced in chapter 05.
+    """
     fig = _figure((6.4, 3.6))
     ax = fig.add_subplot()
     x = np.arange(len(block_cs))
@@ -112,7 +117,10 @@ def plot_traffic_vs_block(block_cs, simulated_gb, *, current=None, paper: dict |
 
 def plot_loop_order(tr: int, tc: int, bytes_by_tensor: dict | None = None):
     """Left: the order FA1 (outer loop over K/V blocks j) and FA2 (outer loop over Q blocks i) visit the S tiles.
-    Right (when given): HBM bytes by tensor, {algo: {tensor: bytes}}."""
+    Right (when given): HBM bytes by tensor, {algo: {tensor: bytes}}.
+
+    Introduced in chapter 05.
+    """
     ncols = 3 if bytes_by_tensor else 2
     fig = _figure((4 * ncols, 3.6))
     for k, (algo, outer) in enumerate((("FA1: outer loop over K/V blocks j", "j"),
@@ -156,7 +164,10 @@ def plot_loop_order(tr: int, tc: int, bytes_by_tensor: dict | None = None):
 
 
 def plot_flash_vs_naive_error(errors: dict, title: str = ""):
-    """Histograms of |difference| per output element, {label: array of differences} (log x axis)."""
+    """Histograms of |difference| per output element, {label: array of differences} (log x axis).
+
+    Introduced in chapter 05.
+    """
     fig = _figure((6.4, 3.4))
     ax = fig.add_subplot()
     finite = [np.abs(np.asarray(v, float)).ravel() for v in errors.values()]
@@ -180,7 +191,10 @@ def figure_fa1_fig2_middle():
     """figures/fa1_fig2_middle.png
 
     FA1 Fig. 2 middle reproduced: Algorithm 1's forward HBM traffic at N=1024, d=64, 16 heads × batch 64, fp16
-    (statistics in fp16 too), A100, for Bc = 64…512, simulated (count mode) next to the paper's bars."""
+    (statistics in fp16 too), A100, for Bc = 64…512, simulated (count mode) next to the paper's bars.
+
+    Introduced in chapter 05.
+    """
     from ..widgets.ch05 import TrafficDashboard
     d = TrafficDashboard(block_cs=(64, 128, 256, 512))
     return d.figure()

@@ -9,7 +9,10 @@ __all__ = ["plot_peak_memory", "plot_context_memory", "figure_context_memory"]
 
 def plot_peak_memory(measured: dict, title: str = ""):
     """Log-log peak memory vs N: measured (markers) and modelled (dashed), naive and flash, from
-    :func:`flashsim.widgets.measure_peak_memory`."""
+    :func:`flashsim.widgets.measure_peak_memory`.
+
+    Introduced in chapter 06.
+    """
     from matplotlib.figure import Figure
     fig = Figure(figsize=(6.4, 4))
     ax = fig.add_subplot()
@@ -34,7 +37,10 @@ def plot_peak_memory(measured: dict, title: str = ""):
 
 
 def plot_context_memory(ns, curves: dict, capacity_bytes: float, max_n: dict, title: str = ""):
-    """Memory of one attention layer vs N for each algorithm, the device capacity, and the longest N that fits."""
+    """Memory of one attention layer vs N for each algorithm, the device capacity, and the longest N that fits.
+
+    Introduced in chapter 06.
+    """
     from matplotlib.figure import Figure
     fig = Figure(figsize=(6.4, 4))
     ax = fig.add_subplot()
@@ -63,6 +69,9 @@ def figure_context_memory():
     """figures/context_memory.png
 
     One attention layer's memory vs N on an H200 (141 GB), 32 heads × batch, d=128, bf16: standard attention's N²
-    against FlashAttention's N."""
+    against FlashAttention's N.
+
+    Introduced in chapter 06.
+    """
     from ..widgets.ch06 import ContextMemoryDashboard
     return ContextMemoryDashboard(device="h200", batch_heads=32, d=128).figure()

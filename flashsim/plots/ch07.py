@@ -9,7 +9,10 @@ __all__ = ["plot_backward_costs", "plot_gradient_check", "figure_backward_recomp
 
 def plot_backward_costs(rows: dict, title: str = ""):
     """Two panels, HBM bytes and FLOPs, forward and backward stacked, one bar per algorithm; ``rows`` maps a label
-    to a :class:`flashsim.api.Traffic` computed with backward=True."""
+    to a :class:`flashsim.api.Traffic` computed with backward=True.
+
+    Introduced in chapter 07.
+    """
     from matplotlib.figure import Figure
     fig = Figure(figsize=(9, 3.6))
     labels = list(rows)
@@ -31,7 +34,10 @@ def plot_backward_costs(rows: dict, title: str = ""):
 
 
 def plot_gradient_check(errors: dict, title: str = "relative error vs float64 autograd"):
-    """Grouped bars (log scale) of max |grad − float64| / max |float64|, {source: {grad: rel error}}."""
+    """Grouped bars (log scale) of max |grad − float64| / max |float64|, {source: {grad: rel error}}.
+
+    Introduced in chapter 07.
+    """
     from matplotlib.figure import Figure
     fig = Figure(figsize=(6.4, 3.4))
     ax = fig.add_subplot()
@@ -57,6 +63,9 @@ def figure_backward_recompute():
     """figures/backward_recompute.png
 
     Forward + backward at N=4096, d=64, fp16: standard attention (stores P) against FlashAttention (recomputes P),
-    bytes and FLOPs."""
+    bytes and FLOPs.
+
+    Introduced in chapter 07.
+    """
     from ..widgets.ch07 import BackwardCostDashboard
     return BackwardCostDashboard(n=4096, d=64).figure()

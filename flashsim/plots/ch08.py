@@ -13,7 +13,10 @@ def plot_causal_tile_grid(kinds: np.ndarray, n: int, block_r: int, block_c: int,
                           title: str = ""):
     """Tile grid (rows: Q blocks i, columns: K/V blocks j) coloured by kind, with the element-level causal mask
     behind it. ``kinds`` holds "skip" / "partial" / "full"; ``upto`` = how many tiles of the FA2 loop order
-    (i outer, j inner, skipped tiles not visited) are done: later tiles are faded, the current one outlined."""
+    (i outer, j inner, skipped tiles not visited) are done: later tiles are faded, the current one outlined.
+
+    Introduced in chapter 08.
+    """
     from matplotlib.colors import to_rgba
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
@@ -49,8 +52,11 @@ def plot_causal_tile_grid(kinds: np.ndarray, n: int, block_r: int, block_c: int,
 
 
 def plot_causal_saving(ns, noncausal: dict, causal: dict, title: str = ""):
-    """Left: HBM bytes and FLOPs, causal / non-causal, against N (→ 1/2). ``noncausal`` and ``causal`` map a
-    quantity name ("HBM bytes", "FLOPs") to a list over ``ns``."""
+    """HBM bytes and FLOPs, causal / non-causal, against N (→ 1/2). ``noncausal`` and ``causal`` map a
+    quantity name ("HBM bytes", "FLOPs") to a list over ``ns``.
+
+    Introduced in chapter 08.
+    """
     from matplotlib.figure import Figure
     fig = Figure(figsize=(6.4, 3.6))
     ax = fig.add_subplot()
@@ -69,7 +75,10 @@ def plot_causal_saving(ns, noncausal: dict, causal: dict, title: str = ""):
 
 
 def plot_tile_masks(masks: dict, block_r: int, block_c: int):
-    """The element masks of some tiles, {(i, j): bool array (rows, cols)}, True = key visible (dark)."""
+    """The element masks of some tiles, {(i, j): bool array (rows, cols)}, True = key visible (dark).
+
+    Introduced in chapter 08.
+    """
     from matplotlib.figure import Figure
     fig = Figure(figsize=(2.6 * len(masks), 2.8))
     for k, ((i, j), mask) in enumerate(masks.items()):
@@ -89,7 +98,10 @@ def plot_tile_masks(masks: dict, block_r: int, block_c: int):
 def figure_causal_tiles():
     """figures/causal_tiles.png
 
-    The causal tile grid at N=256, Br=Bc=32: skipped, partial and full tiles."""
+    The causal tile grid at N=256, Br=Bc=32: skipped, partial and full tiles.
+
+    Introduced in chapter 08.
+    """
     from ..widgets.ch08 import causal_kind_grid
     return plot_causal_tile_grid(causal_kind_grid(256, 32, 32), 256, 32, 32,
                                  title="Causal FlashAttention, N=256, Br=Bc=32: tiles above the diagonal are skipped")

@@ -10,7 +10,10 @@ __all__ = ["online_block_update", "flash2_forward_loop", "fa1_hbm_bytes"]
 
 
 def online_block_update(m, l, acc, s, v):
-    """One K/V tile of the FA2 inner loop: grow the running max, rescale what was summed under the old max."""
+    """One K/V tile of the FA2 inner loop: grow the running max, rescale what was summed under the old max.
+
+    Introduced in chapter 05.
+    """
     m_new = np.maximum(m, s.max(axis=1))
     alpha = np.exp(m - m_new)                 # exp(-inf) = 0 on the first tile
     p = np.exp(s - m_new[:, None])
@@ -20,7 +23,10 @@ def online_block_update(m, l, acc, s, v):
 
 
 def flash2_forward_loop(mem, n, d, block_r, block_c):
-    """FA2 order: the outer loop keeps Q_i (and m, l, acc) on chip while every K_j, V_j streams past once."""
+    """FA2 order: the outer loop keeps Q_i (and m, l, acc) on chip while every K_j, V_j streams past once.
+
+    Introduced in chapter 05.
+    """
     scale = 1.0 / math.sqrt(d)
     for i, i0 in enumerate(range(0, n, block_r)):
         rows = slice(i0, min(i0 + block_r, n))
@@ -40,7 +46,10 @@ def flash2_forward_loop(mem, n, d, block_r, block_c):
 
 def fa1_hbm_bytes(n, d, block_c, elem_bytes):
     """Algorithm 1: K and V are read once (2Nd); for each of the Tc = ⌈N/Bc⌉ K/V blocks the inner loop reads Q,
-    O, l, m for all N rows (2Nd + 2N) and writes O, l, m back (Nd + 2N)."""
+    O, l, m for all N rows (2Nd + 2N) and writes O, l, m back (Nd + 2N).
+
+    Introduced in chapter 05.
+    """
     tc = math.ceil(n / block_c)
     return (2 * n * d + tc * (3 * n * d + 4 * n)) * elem_bytes
 

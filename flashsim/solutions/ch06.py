@@ -7,7 +7,10 @@ __all__ = ["naive_numpy_peak_bytes", "max_context_length"]
 
 def naive_numpy_peak_bytes(n, d):
     """Peak memory of flashsim.cpu.naive_attention_numpy on one (N, d) float32 head: S (N×N, softmaxed in place, so
-    P reuses its buffer), the row max and row sum (N each), and the output O (N×d)."""
+    P reuses its buffer), the row max and row sum (N each), and the output O (N×d).
+
+    Introduced in chapter 06.
+    """
     return 4 * (n * n + 2 * n + n * d)
 
 

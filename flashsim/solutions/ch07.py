@@ -8,7 +8,10 @@ __all__ = ["recompute_p_tile", "backward_tile"]
 
 
 def recompute_p_tile(q_i, k_j, lse_i, scale):
-    """P_ij = exp(τ Q_i K_jᵀ − L_i): the forward's probabilities, rebuilt from Q, K and the saved logsumexp."""
+    """P_ij = exp(τ Q_i K_jᵀ − L_i): the forward's probabilities, rebuilt from Q, K and the saved logsumexp.
+
+    Introduced in chapter 07.
+    """
     return np.exp((q_i @ k_j.T) * scale - lse_i[:, None])
 
 
@@ -16,6 +19,8 @@ def backward_tile(p, q_i, k_j, v_j, do_i, delta_i, scale):
     """One tile of Algorithm 4: returns this tile's contributions (dQ_i, dK_j, dV_j).
 
     dV_j += Pᵀ dO_i;  dP = dO_i V_jᵀ;  dS = P ∘ (dP − D_i);  dQ_i += τ dS K_j;  dK_j += τ dSᵀ Q_i.
+
+    Introduced in chapter 07.
     """
     dv = p.T @ do_i
     dp = do_i @ v_j.T

@@ -9,7 +9,10 @@ __all__ = ["causal_tile_kind", "causal_tile_mask"]
 
 def causal_tile_kind(i, j, block_r, block_c, n):
     """"skip" when every key column of tile (i, j) is after every query row, "full" when every column is at or
-    before every row, else "partial" (query row r sees key column c iff c <= r)."""
+    before every row, else "partial" (query row r sees key column c iff c <= r).
+
+    Introduced in chapter 08.
+    """
     first_row, last_row = i * block_r, min((i + 1) * block_r, n) - 1
     first_col, last_col = j * block_c, min((j + 1) * block_c, n) - 1
     if first_col > last_row:
@@ -20,7 +23,10 @@ def causal_tile_kind(i, j, block_r, block_c, n):
 
 
 def causal_tile_mask(i, j, block_r, block_c, n):
-    """Boolean (rows, cols) mask of tile (i, j), True where key column <= query row, in *global* indices."""
+    """Boolean (rows, cols) mask of tile (i, j), True where key column <= query row, in *global* indices.
+
+    Introduced in chapter 08.
+    """
     rows = np.arange(i * block_r, min((i + 1) * block_r, n))
     cols = np.arange(j * block_c, min((j + 1) * block_c, n))
     return cols[None, :] <= rows[:, None]

@@ -22,7 +22,10 @@ __all__ = ["FlashStepper", "TrafficDashboard", "flash_vs_naive_errors", "loop_or
 
 # --- small widget helpers (chapter 05; reused by 06-08) --------------------------------------------------------
 def png_image_widget(fig, css_class: str | None = None):
-    """An ipywidgets.Image showing a Figure as PNG; :func:`set_png` swaps the picture in place."""
+    """An ipywidgets.Image showing a Figure as PNG; :func:`set_png` swaps the picture in place.
+
+    Introduced in chapter 05.
+    """
     import ipywidgets as W
     from ..plots.ch05 import figure_to_png
     img = W.Image(value=figure_to_png(fig), format="png", layout=W.Layout(max_width="100%"))
@@ -39,7 +42,10 @@ def set_png(img, fig) -> None:
 
 def play_controls(n_steps: int, on_step, description: str = "step", interval_ms: int = 400, value: int = 0):
     """A Play button linked to an IntSlider over steps 0..n_steps-1; ``on_step(i)`` is called on every change.
-    Returns (HBox, play, slider)."""
+    Returns (HBox, play, slider).
+
+    Introduced in chapter 05.
+    """
     import ipywidgets as W
     play = W.Play(value=value, min=0, max=max(n_steps - 1, 0), step=1, interval=interval_ms, description="play")
     slider = W.IntSlider(value=value, min=0, max=max(n_steps - 1, 0), step=1, description=description,
@@ -223,6 +229,8 @@ class TrafficDashboard:
     Defaults are the paper's: N=1024, d=64, 16 heads × batch 64 = 1024 heads, fp16 storage with fp16 statistics,
     Algorithm 1 (flash1), A100. ``update(block_c=...)`` moves the slider; ``current_traffic`` is
     :func:`flashsim.traffic`'s answer there; ``sweep()`` holds every block size's.
+
+    Introduced in chapter 05.
     """
 
     BLOCK_CS = (16, 32, 64, 128, 256, 512)
@@ -339,6 +347,8 @@ def flash_vs_naive_errors(n: int = 256, d: int = 64, dtype: str = "fp16", seed: 
     {"flash - exact": ..., "naive - exact": ..., "flash - naive": ...} (arrays), "bitwise_equal" (bool), "max"
     {label: max |difference|} and the two Simulations ("flash", "naive"). Exact = float64 attention on the inputs
     as stored (rounded to `dtype`).
+
+    Introduced in chapter 05.
     """
     from ..api import reference_outputs, simulate
     from ..dtypes import round_to

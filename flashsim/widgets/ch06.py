@@ -37,7 +37,10 @@ def attention_memory_bytes(algo: str, n: int, d: int, batch_heads: int = 1, elem
 
 
 def max_context_for(capacity_bytes: float, algo: str, d: int, batch_heads: int = 1, elem_bytes: int = 2) -> int:
-    """Largest N with attention_memory_bytes(algo, N, ...) <= capacity_bytes (solves the quadratic, then steps)."""
+    """Largest N with attention_memory_bytes(algo, N, ...) <= capacity_bytes (solves the quadratic, then steps).
+
+    Introduced in chapter 06.
+    """
     c = capacity_bytes / batch_heads
     if algo in ("naive", "standard"):
         a, b = 2 * elem_bytes, 4 * d * elem_bytes
@@ -58,6 +61,8 @@ def measure_peak_memory(ns=(512, 1024, 2048, 4096), d: int = 64, seed: int = 0) 
     :func:`flashsim.peak_memory.peak_memory_gpu`. Otherwise: :func:`flashsim.cpu.naive_attention_numpy` against
     :func:`flashsim.cpu.flash_attention_cpu` (numba), float32, with :func:`flashsim.peak_memory.peak_memory_cpu`
     (tracemalloc). Returns {"backend", "ns", "naive", "flash", "naive_model", "flash_model"} (bytes).
+
+    Introduced in chapter 06.
     """
     from tqdm.auto import tqdm
 
@@ -104,6 +109,8 @@ class ContextMemoryDashboard:
     """How long a context fits in one GPU's memory, per attention layer, standard vs FlashAttention.
 
     state after ``update``: ``max_n`` {"naive": N, "flash": N}, ``capacity_bytes``; ``figure()`` draws memory vs N.
+
+    Introduced in chapter 06.
     """
 
     def __init__(self, device: str = "h200", batch_heads: int = 32, d: int = 128, elem_bytes: int = 2):

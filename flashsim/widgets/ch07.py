@@ -17,6 +17,8 @@ class BackwardCostDashboard:
     (recomputes S and P tile by tile from Q, K and the logsumexp), forward + backward, bytes and FLOPs.
 
     ``rows`` = {"standard: store P": Traffic, "flash2: recompute P": Traffic} (count mode, backward=True).
+
+    Introduced in chapter 07.
     """
 
     NS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
@@ -90,6 +92,8 @@ def gradient_check(n: int = 64, d: int = 32, causal: bool = False, seed: int = 0
     autograd (``flashsim.kernels.attention``, fp32; the interpreter on a CPU) against torch autograd in float64.
 
     Returns {"rows": [(source, grad, max abs error, relative error)], "errors": {source: {grad: rel error}}}.
+
+    Introduced in chapter 07.
     """
     import torch
 

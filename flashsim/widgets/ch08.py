@@ -22,7 +22,10 @@ def causal_kind_grid(n: int, block_r: int, block_c: int) -> np.ndarray:
 
 
 def causal_partial_masks(n: int, block_r: int, block_c: int, limit: int = 4) -> dict:
-    """{(i, j): element mask} of the first `limit` partial tiles (True = key column <= query row)."""
+    """{(i, j): element mask} of the first `limit` partial tiles (True = key column <= query row).
+
+    Introduced in chapter 08.
+    """
     from ..solutions.ch08 import causal_tile_mask
     kinds = causal_kind_grid(n, block_r, block_c)
     tiles = [(i, j) for i in range(kinds.shape[0]) for j in range(kinds.shape[1]) if kinds[i, j] == "partial"]
@@ -34,6 +37,8 @@ class CausalTileAnimator:
 
     state: kinds (grid), counts, step, n_steps (visited tiles), current (i, j), kv_bytes_loaded (so far, per head,
     fp16), kv_bytes_noncausal (what the non-causal loop loads in total).
+
+    Introduced in chapter 08.
     """
 
     def __init__(self, n: int = 64, block_r: int = 8, block_c: int = 8, d: int = 64, elem_bytes: int = 2):
@@ -117,7 +122,10 @@ class CausalTileAnimator:
 def causal_saving_sweep(ns=(256, 512, 1024, 2048, 4096, 8192), d: int = 64, block_r: int = 128,
                         block_c: int = 64, algo: str = "flash2", device: str = "h200") -> dict:
     """flashsim.traffic, causal and not, over N (tqdm bar): {"ns", "noncausal": {"HBM bytes", "FLOPs"},
-    "causal": {...}}."""
+    "causal": {...}}.
+
+    Introduced in chapter 08.
+    """
     from tqdm.auto import tqdm
     from ..api import traffic
     out = {"ns": list(ns), "noncausal": {"HBM bytes": [], "FLOPs": []}, "causal": {"HBM bytes": [], "FLOPs": []}}
