@@ -127,7 +127,7 @@ def plot_l2_rows(data: dict):
     w = 0.2 if measured else 0.35
     ax.bar(x - 1.5 * w if measured else x - w / 2, [r["requested"] for r in rows], w, label="requested (kernel_io)",
            color="#1f77b4")
-    ax.bar(x - 0.5 * w if measured else x + w / 2, [r["dram_simulated"] for r in rows], w,
+    ax.bar(x - 0.5 * w if measured else x + w / 2, [r["dram_simulated"] or 0 for r in rows], w,
            label="DRAM, L2 model", color="#2ca02c")
     if measured:
         ax.bar(x + 0.5 * w, [r["requested_measured"] or 0 for r in rows], w, label="requested, ncu", color="#9467bd")

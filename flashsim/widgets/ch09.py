@@ -157,19 +157,33 @@ def latest_kernels_json(root: str | None = None) -> str | None:
     return paths[-1] if paths else None
 
 
-def _rows_from_json(path: str, kernel: str) -> list:
+def _rows_from_json(path: str, kernel: str, max_tiles: int = 300_000) -> list:
+    """Rows of an ncu sweep JSON (benchmarks/gpu_validate.py). Where the file has no simulated numbers yet, the
+    requested bytes come from :func:`flashsim.kernel_io.kernel_io` and the DRAM bytes from the L2 model
+    (:func:`flashsim.kernel_io.kernel_dram`, skipped for configurations with more than `max_tiles` tiles)."""
+    from ..kernel_io import kernel_dram, kernel_io
     with open(path) as f:
         result = json.load(f)
     rows = []
     for r in result.get("ncu_sweep", []):
         cfg, m, s = r.get("config", {}), r.get("measured") or {}, r.get("simulated") or {}
-        if cfg.get("kernel") != kernel or "total" not in m or "load_bytes" not in s:
+        if cfg.get("kernel") != kernel or "total" not in m:
             continue
         t = m["total"]
-        rows.append({"label": f"B={cfg.get('batch')} H={cfg.get('heads')} N={cfg.get('n')} d={cfg.get('d')}"
-                              f"{' causal' if cfg.get('causal') else ''}",
-                     "requested": s["load_bytes"] + s["store_bytes"],
-                     "dram_simulated": s.get("dram_read_bytes", 0) + s.get("dram_write_bytes", 0),
+        args = (kernel, cfg["n"], cfg["d"], cfg["block_m"], cfg["block_n"])
+        kw = dict(causal=bool(cfg.get("causal")), dtype=cfg.get("dtype", "fp16"), batch=cfg.get("batch", 1),
+                  heads=cfg.get("heads", 1))
+        if "load_bytes" in s:
+            requested = s["load_bytes"] + s["store_bytes"]
+            dram_sim = s.get("dram_read_bytes", 0) + s.get("dram_write_bytes", 0)
+        else:
+            io = kernel_io(*args, **kw)
+            requested = io.load_bytes + io.store_bytes
+            tiles = kw["batch"] * kw["heads"] * -(-cfg["n"] // cfg["block_m"]) * -(-cfg["n"] // cfg["block_n"])
+            dram_sim = kernel_dram(*args, **kw)["total"].dram_bytes if tiles <= max_tiles else None
+        rows.append({"label": f"B={kw['batch']} H={kw['heads']} N={cfg['n']} d={cfg['d']}"
+                              f"{' causal' if kw['causal'] else ''}",
+                     "requested": requested, "dram_simulated": dram_sim,
                      "requested_measured": t.get("global_load_bytes", 0) + t.get("global_store_bytes", 0),
                      "dram_measured": t.get("dram_read_bytes", 0) + t.get("dram_write_bytes", 0)})
     return rows
