@@ -114,28 +114,42 @@ class Comparison:
 
     def table(self) -> Table:
         """Measured load/store bytes, simulated load/store bytes, and the ratio, as a :class:`Table`."""
-        return Table(["", "measured", "simulated", "measured / simulated"], self.rows(), self.caption())
+        rows = self.rows()
+        if self.time_s is not None:
+            rows.append(["kernel time (µs)", round(self.time_s * 1e6, 2), None, None])
+        if self.raw.get("implied_bandwidth_bytes_per_s"):
+            rows.append(["implied DRAM bandwidth (TB/s)", round(self.raw["implied_bandwidth_bytes_per_s"] / 1e12, 3),
+                         None, None])
+        return Table(["", "measured", "simulated", "measured / simulated"], rows, self.caption())
 
     def plot(self, ax=None):
-        """Grouped bars, measured next to simulated, for loads and stores (and DRAM on a GPU). Returns the Figure."""
+        """Grouped bars, measured next to simulated, for loads and stores (and DRAM on a GPU), each pair labelled
+        with its ratio. Returns the Figure."""
         from matplotlib.figure import Figure
 
         if ax is None:
-            fig = Figure(figsize=(6, 3.2))
+            fig = Figure(figsize=(6.4, 3.4))
             ax = fig.add_subplot()
         else:
             fig = ax.figure
         rows = self.rows()
-        xs = range(len(rows))
+        top = max([r[1] or 0 for r in rows] + [r[2] or 0 for r in rows] + [1])
+        scale, unit = next((s, u) for s, u in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "bytes")) if top >= s)
+        xs = list(range(len(rows)))
         w = 0.38
-        meas = [(r[1] or 0) / 1e3 for r in rows]
-        sim = [(r[2] or 0) / 1e3 for r in rows]
+        meas = [(r[1] or 0) / scale for r in rows]
+        sim = [(r[2] or 0) / scale for r in rows]
         ax.bar([x - w / 2 for x in xs], meas, w, label=f"measured ({self.backend})", color="#d62728")
         ax.bar([x + w / 2 for x in xs], sim, w, label="simulated (flashsim.kernel_io)", color="#1f77b4")
-        ax.set_xticks(list(xs), [r[0] for r in rows])
-        ax.set_ylabel("kB")
-        ax.set_title(self.caption(), fontsize=9)
-        ax.legend(fontsize=8)
+        for x, r in zip(xs, rows):
+            label = "not measured" if r[1] is None else (f"×{r[3]:.3g}" if r[3] is not None else "")
+            ax.text(x, max(meas[x], sim[x]), label, ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(xs, [r[0] for r in rows])
+        ax.set_ylabel(unit)
+        ax.set_ylim(0, max(meas + sim + [1e-9]) * 1.18)
+        cfg = ", ".join(f"{k}={v}" for k, v in self.config.items() if v is not None)
+        ax.set_title(f"{self.kernel}: measured ({self.backend}) vs simulated\n{cfg}", fontsize=9)
+        ax.legend(fontsize=8, loc="upper right")
         fig.tight_layout()
         return fig
 
