@@ -46,6 +46,8 @@ def test_plots_and_sweep():
      [sol.wrong_causal_tile_kind_off_by_one, sol.wrong_causal_tile_kind_never_skip]),
     (ex.check_causal_tile_mask, sol.causal_tile_mask,
      [sol.wrong_causal_tile_mask_strict, sol.wrong_causal_tile_mask_local]),
+    (ex.check_causal_flops_fraction, sol.causal_flops_fraction,
+     [sol.wrong_causal_flops_fraction_half, sol.wrong_causal_flops_fraction_square]),
 ])
 def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, capsys):
     assert check(good)

@@ -12,7 +12,7 @@ import numpy as np
 from .ch00 import Verdict
 from .ch05 import _fa2_loop, _qkv, finish, reference_attention, rw_table, raised
 
-__all__ = ["check_causal_tile_kind", "check_causal_tile_mask", "causal_tile_counts"]
+__all__ = ["check_causal_tile_kind", "check_causal_tile_mask", "check_causal_flops_fraction", "causal_tile_counts"]
 
 _CASES = ((16, 4, 4), (20, 8, 4), (19, 4, 8), (33, 8, 8))  # (N, Br, Bc): square, Br != Bc, ragged
 
@@ -140,3 +140,33 @@ def check_causal_tile_mask(fn) -> Verdict:
     if bad is not None:
         return finish(name, False, bad, table, **details)
     return finish(name, True, "every partial tile's mask is right and the causal output is exact", table)
+
+
+def check_causal_flops_fraction(fn) -> Verdict:
+    """Exercise 08.3: ``fn(n, block_r, block_c) -> float``, the causal loop's FLOPs as a fraction of the
+    non-causal loop's, for blocks that divide N (square or not). Checked against :func:`flashsim.traffic`'s FLOPs.
+
+    Introduced in chapter 08.
+    """
+    from ..api import traffic
+    from ..course import Table
+    name = "causal_flops_fraction"
+    rows, bad = [], None
+    for n, br, bc in ((256, 64, 64), (1024, 64, 64), (1024, 128, 64), (1024, 64, 128), (4096, 128, 32),
+                      (8192, 16, 64)):
+        kw = dict(block_r=br, block_c=bc, sram_bytes=1 << 30)
+        want = traffic("flash2", n, 64, causal=True, **kw).flops / traffic("flash2", n, 64, **kw).flops
+        try:
+            got = float(fn(n, br, bc))
+        except Exception as exc:  # noqa: BLE001
+            return finish(name, False, raised(exc))
+        ok = abs(got - want) <= 1e-9
+        rows.append([n, br, bc, round(got, 6), round(want, 6), "✔" if ok else "✘"])
+        if not ok and bad is None:
+            bad = (n, br, bc, got, want)
+    table = Table(["N", "Br", "Bc", "your fraction", "simulator's FLOPs ratio", "ok"], rows)
+    if bad:
+        n, br, bc, got, want = bad
+        return finish(name, False, f"N={n}, Br={br}, Bc={bc}: {got:.4f}, the simulator counts {want:.4f}: how many "
+                                   "K/V blocks does row block i visit? (its last row is (i+1)·Br − 1)", table)
+    return finish(name, True, "matches the simulator's FLOP counts for square and rectangular blocks", table)

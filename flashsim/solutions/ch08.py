@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["causal_tile_kind", "causal_tile_mask"]
+__all__ = ["causal_tile_kind", "causal_tile_mask", "causal_flops_fraction"]
 
 
 def causal_tile_kind(i, j, block_r, block_c, n):
@@ -30,6 +30,17 @@ def causal_tile_mask(i, j, block_r, block_c, n):
     rows = np.arange(i * block_r, min((i + 1) * block_r, n))
     cols = np.arange(j * block_c, min((j + 1) * block_c, n))
     return cols[None, :] <= rows[:, None]
+
+
+def causal_flops_fraction(n, block_r, block_c):
+    """Causal FLOPs / non-causal FLOPs when Br and Bc divide N: row block i computes the K/V blocks j with
+    j·Bc ≤ (i+1)·Br − 1, i.e. ⌈(i+1)·Br/Bc⌉ of the Tc blocks (a partial tile costs as much as a full one).
+
+    Introduced in chapter 08.
+    """
+    tr, tc = n // block_r, n // block_c
+    visited = sum(min(tc, -(-(i + 1) * block_r // block_c)) for i in range(tr))
+    return visited / (tr * tc)
 
 
 # --- plausible wrong answers (tests check the checkers reject them) ------------------------------------------
@@ -58,3 +69,14 @@ def wrong_causal_tile_mask_local(i, j, block_r, block_c, n):
     r = min((i + 1) * block_r, n) - i * block_r
     c = min((j + 1) * block_c, n) - j * block_c
     return np.arange(c)[None, :] <= np.arange(r)[:, None]
+
+
+def wrong_causal_flops_fraction_half(n, block_r, block_c):
+    """Forgets that the diagonal tiles are computed in full: exactly 1/2."""
+    return 0.5
+
+
+def wrong_causal_flops_fraction_square(n, block_r, block_c):
+    """Uses the square-block formula (T+1)/(2T) with T = N/Bc, wrong when Br != Bc."""
+    t = n // block_c
+    return (t + 1) / (2 * t)
