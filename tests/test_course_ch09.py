@@ -34,9 +34,10 @@ def test_l2_rows_model_and_json(tmp_path):
     assert model["source"].startswith("L2 model")
     row = model["rows"][0]
     assert row["dram_simulated"] < row["requested"]
-    fake = {"ncu_sweep": [{"config": {"kernel": "flash_fwd", "batch": 1, "heads": 4, "n": 1024, "d": 64,
+    fake = {"ncu_sweep": [{"config": {"kernel": "flash_fwd", "batch": 1, "heads": 4, "n": 1024, "d": 64, "block_m": 128,
+                                      "block_n": 64,
                                       "causal": False},
-                           "measured": {"total": {"global_load_bytes": 10, "global_store_bytes": 2,
+                                           "measured": {"total": {"global_load_bytes": 10, "global_store_bytes": 2,
                                                   "dram_read_bytes": 5, "dram_write_bytes": 1}},
                            "simulated": {"load_bytes": 10, "store_bytes": 2, "dram_read_bytes": 4,
                                          "dram_write_bytes": 1}}]}

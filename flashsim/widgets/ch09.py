@@ -170,7 +170,7 @@ def _rows_from_json(path: str, kernel: str, max_tiles: int = 300_000) -> list:
         if cfg.get("kernel") != kernel or "total" not in m:
             continue
         t = m["total"]
-        args = (kernel, cfg["n"], cfg["d"], cfg["block_m"], cfg["block_n"])
+        args = (kernel, cfg["n"], cfg["d"], cfg.get("block_m", 128), cfg.get("block_n", 64))
         kw = dict(causal=bool(cfg.get("causal")), dtype=cfg.get("dtype", "fp16"), batch=cfg.get("batch", 1),
                   heads=cfg.get("heads", 1))
         if "load_bytes" in s:
@@ -179,7 +179,7 @@ def _rows_from_json(path: str, kernel: str, max_tiles: int = 300_000) -> list:
         else:
             io = kernel_io(*args, **kw)
             requested = io.load_bytes + io.store_bytes
-            tiles = kw["batch"] * kw["heads"] * -(-cfg["n"] // cfg["block_m"]) * -(-cfg["n"] // cfg["block_n"])
+            tiles = kw["batch"] * kw["heads"] * -(-cfg["n"] // args[3]) * -(-cfg["n"] // args[4])
             dram_sim = kernel_dram(*args, **kw)["total"].dram_bytes if tiles <= max_tiles else None
         rows.append({"label": f"B={kw['batch']} H={kw['heads']} N={cfg['n']} d={cfg['d']}"
                               f"{' causal' if kw['causal'] else ''}",
