@@ -38,7 +38,7 @@ _VALID = ("small", "full")
 
 
 def size() -> str:
-    """``"small"`` when FLASHSIM_SIZE=small (CI), else ``"full"`` (unset, empty or "full"). Read on every call."""
+    """Chapter 00: ``"small"`` when FLASHSIM_SIZE=small (CI), else ``"full"`` (unset, empty or "full"). Read on every call."""
     raw = os.environ.get(ENV_VAR, "").strip().lower()
     if raw in ("", "full"):
         return "full"
@@ -49,7 +49,7 @@ def size() -> str:
 
 
 def is_small() -> bool:
-    """True when the notebooks run at CI size (FLASHSIM_SIZE=small)."""
+    """True when the notebooks run at CI size (FLASHSIM_SIZE=small; chapter 00)."""
     return size() == "small"
 
 
@@ -144,7 +144,7 @@ def device_report() -> DeviceReport:
 
 
 class Table:
-    """A small table that shows as HTML in Jupyter and as aligned text in a terminal."""
+    """A small table (chapter 00; checkers and real_gpu use it) that shows as HTML in Jupyter and as aligned text in a terminal."""
 
     def __init__(self, header: list[str], rows: list[list], caption: str = ""):
         self.header = list(header)

@@ -27,7 +27,7 @@ __all__ = ["Verdict", "run_cases", "check_tensor_bytes", "check_transfer_time"]
 
 @dataclass
 class Verdict:
-    """The result of a checker: truthy when passed; ``str()`` gives the verdict line and the table."""
+    """The result of a checker (chapter 00; every chapter's checkers return one): truthy when passed; ``str()`` gives the verdict line and the table."""
 
     name: str
     passed: bool

@@ -25,7 +25,7 @@ def tiled_qkt_bytes(n: int, d: int, block_r: int, block_c: int, dtype: str = "fp
 
 
 def qkt_tile_set(block_r: int, block_c: int, d: int, dtype: str = "fp16") -> dict:
-    """SRAM the tiled QKᵀ holds at once: Q_i and K_j in the storage dtype, the S_ij accumulator in fp32."""
+    """SRAM the tiled QKᵀ of chapter 03 holds at once: Q_i and K_j in the storage dtype, the S_ij accumulator in fp32."""
     b = dtype_bytes(dtype)
     return {"Q_i": block_r * d * b, "K_j": block_c * d * b, "S_ij (fp32)": block_r * block_c * 4}
 

@@ -10,7 +10,7 @@ _KIND_COLOR = {"load": 3, "compute": 4, "store": 5}
 
 
 def plot_algorithm0_step(state: dict):
-    """One step of a tiled loop (state from :class:`flashsim.widgets.EventStepper`, e.g. Algorithm 0): the tile
+    """One step of a tiled loop, chapter 02 (state from :class:`flashsim.widgets.EventStepper`, e.g. Algorithm 0): the tile
     grid of each tensor in HBM (``state["tensors"]``; N×d ones by row block, the N×N ones in ``state["square"]``
     by Br × Bc tile), tiles written so far shaded, the tile of this
     step coloured by what happens to it (orange load, green compute, red store); below, the HBM bytes read and

@@ -47,7 +47,7 @@ def plot_online_softmax(state: dict):
 
 
 def plot_fp16_overflow(row=None, dtype: str = "fp16"):
-    """e^x as fp16 stores it against x: finite up to x = ln 65504 ≈ 11.09, inf beyond. The scores of `row` are
+    """Chapter 04: e^x as fp16 stores it against x: finite up to x = ln 65504 ≈ 11.09, inf beyond. The scores of `row` are
     marked with e^x (red where it overflows) and with e^(x − max) (green, always ≤ 1). Returns a Figure."""
     from matplotlib.figure import Figure
     from ..dtypes import round_to

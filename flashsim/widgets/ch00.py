@@ -16,7 +16,7 @@ __all__ = ["SliderTour"]
 
 
 class SliderTour:
-    """How big is one head's N×N score matrix S, and which memory level of a device could hold it?
+    """Chapter 00's first dashboard: how big is one head's N×N score matrix S, and which memory level of a device could hold it?
 
     Controls: a slider for N (powers of two), a Play button that walks N upward, a dtype dropdown and a device
     preset dropdown. ``update(n=..., dtype=..., device=...)`` is what each control calls.

@@ -14,7 +14,7 @@ __all__ = ["device_table", "attention_intensities", "RooflineDashboard"]
 
 
 def device_table(names=None) -> Table:
-    """The hardware presets side by side: SRAM per SM, SMs, L2, HBM bandwidth, peak FLOP/s, ridge point."""
+    """The hardware presets side by side (chapter 01): SRAM per SM, SMs, L2, HBM bandwidth, peak FLOP/s, ridge point."""
     rows = []
     for name in names or list(PRESETS):
         hw = get_device(name)
@@ -35,7 +35,7 @@ def attention_intensities(n: int = 4096, d: int = 64, device: str = "h200", dtyp
 
 
 class RooflineDashboard:
-    """A kernel of arithmetic intensity I on a device preset: attainable FLOP/s, memory- or compute-bound.
+    """Chapter 01: a kernel of arithmetic intensity I on a device preset: attainable FLOP/s, memory- or compute-bound.
 
     ``update(device=..., intensity=..., dtype=...)`` is what the dropdown and the slider call; ``current`` is
     :func:`flashsim.io_model.roofline.roofline` for a kernel moving 1 GB at that intensity.

@@ -131,7 +131,7 @@ class EventStepper:
 
 
 class Algorithm0Stepper(EventStepper):
-    """Standard attention (Algorithm 0) on the simulator, one load / compute / store at a time.
+    """Chapter 02: standard attention (Algorithm 0) on the simulator, one load / compute / store at a time.
 
     Runs :func:`flashsim.simulate` ("naive", small N, events recorded) once and replays its events (see
     :class:`EventStepper`); ``sim`` holds the simulation (output, counters, error).
@@ -157,7 +157,7 @@ class Algorithm0Stepper(EventStepper):
 
 
 class TrafficVsN:
-    """HBM bytes of standard attention (Algorithm 0 and the eager op model) and FlashAttention against N.
+    """Chapter 02: HBM bytes of standard attention (Algorithm 0 and the eager op model) and FlashAttention against N.
 
     ``update(d=..., dtype=..., n=...)``: `n` is the marked sequence length; ``current`` holds
     :func:`flashsim.traffic` for each algorithm at `n`.
@@ -225,7 +225,7 @@ class TrafficVsN:
 
 
 class EagerOpsDashboard:
-    """Bytes per forward kernel of standard attention as a framework runs it (bar per op).
+    """Chapter 02: bytes per forward kernel of standard attention as a framework runs it (bar per op).
 
     ``update(choice=..., causal=..., dropout=..., n=...)``; ``rows`` is :func:`eager_op_bytes` for the choice.
     """

@@ -19,7 +19,7 @@ BLOCK_CHOICES = (8, 16, 32, 64, 128, 256, 512)
 
 
 class TiledQKtStepper(EventStepper):
-    """S = QKᵀ tile by tile on the simulated memory (the loop of exercise 03.1, run with its solution), replayed
+    """Chapter 03: S = QKᵀ tile by tile on the simulated memory (the loop of exercise 03.1, run with its solution), replayed
     one load / compute / store at a time. SRAM holds exactly one Q_i, one K_j and the fp32 S_ij."""
 
     tensors = ("Q", "K", "S")
@@ -52,7 +52,7 @@ class TiledQKtStepper(EventStepper):
 
 
 class TilingDashboard:
-    """SRAM capacity and block sizes of the tiled QKᵀ: does the tile set fit, and what HBM traffic results?
+    """Chapter 03: SRAM capacity and block sizes of the tiled QKᵀ: does the tile set fit, and what HBM traffic results?
 
     ``update(sram_kib=..., block_r=..., block_c=..., d=...)``. ``tile_set`` (bytes by tile), ``fits``, ``error``
     (the :class:`~flashsim.errors.SramCapacityError` message when it does not fit), ``bytes`` (HBM reads/writes
