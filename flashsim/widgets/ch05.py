@@ -194,7 +194,7 @@ class FlashStepper:
                                        f"{f' ({ev.nbytes:,} B)' if ev.nbytes else ''}"
                                        f"{f' {ev.flops:,} FLOPs' if ev.flops else ''}; "
                                        f"SRAM in use {ev.sram_in_use_bytes:,} B"
-                                       f"{'  ' + ev.note if ev.note else ''}")
+                                       f"{' — ' + ev.note if ev.note else ''}")
         return {"step": step, "event": ev, "blocks": blocks, "in_sram": in_sram, "current": current, "rows": rows,
                 "title": title, "caption": caption, "m": snap["m"], "l": snap["l"], "o": snap["o"], "read": snap["read"],
                 "written": snap["written"], "writes": snap["writes"]}

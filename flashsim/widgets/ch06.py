@@ -148,7 +148,8 @@ class ContextMemoryDashboard:
         from .ch05 import png_image_widget, set_png
         dev = W.Dropdown(options=sorted(HBM_CAPACITY_BYTES), value=self.device, description="device")
         bh = W.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=self.batch_heads,
-                               description="heads×batch", continuous_update=False)
+                               description="heads×batch", continuous_update=False,
+                               style={"description_width": "initial"})
         d = W.SelectionSlider(options=[64, 128, 256], value=self.d, description="d", continuous_update=False)
         text = W.HTML(self.readout())
         img = png_image_widget(self.figure(), "flashsim-context-memory-plot")
