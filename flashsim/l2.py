@@ -69,10 +69,23 @@ class L2Result:
 
 
 def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency: int, *,
-                flush_writes: bool = True) -> L2Result:
-    """DRAM bytes of one launch under the concurrency model in the module docstring."""
+                flush_writes: bool = True, shared_cost: float = 1.0) -> L2Result:
+    """DRAM bytes of one launch under the concurrency model in the module docstring.
+
+    ``shared_cost``: L2 capacity a tile read by more than one program occupies, per byte (2.0 models an L2 split
+    in two partitions that each keep a copy of lines all SMs read; tiles one program touches cost 1.0).
+    """
     if l2_bytes <= 0 or concurrency < 1:
         raise ValueError("l2_bytes must be > 0 and concurrency >= 1")
+    programs = list(programs)
+    cost: dict = {}
+    if shared_cost != 1.0:
+        owner: dict = {}
+        for pi, prog in enumerate(programs):
+            for acc in prog:
+                o = owner.setdefault(acc.key, pi)
+                if o != pi:
+                    cost[acc.key] = shared_cost
     cache: OrderedDict = OrderedDict()      # key -> [nbytes, dirty]
     used = 0
     res = L2Result()
@@ -102,8 +115,9 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
             if is_write:
                 res.requested_write_bytes += nbytes
                 if entry is None:
-                    cache[key] = [nbytes, True]
-                    used += nbytes
+                    c = nbytes * cost.get(key, 1.0)
+                    cache[key] = [nbytes, True, c]
+                    used += c
                 else:
                     entry[1] = True
                     cache.move_to_end(key)
@@ -111,17 +125,18 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
                 res.requested_read_bytes += nbytes
                 if entry is None:
                     res.dram_read_bytes += nbytes
-                    cache[key] = [nbytes, False]
-                    used += nbytes
+                    c = nbytes * cost.get(key, 1.0)
+                    cache[key] = [nbytes, False, c]
+                    used += c
                 else:
                     cache.move_to_end(key)
             while used > l2_bytes and cache:
-                _, (b, dirty) = cache.popitem(last=False)
-                used -= b
+                _, (b, dirty, c) = cache.popitem(last=False)
+                used -= c
                 if dirty:
                     res.dram_write_bytes += b
         slots[:] = alive
         refill()
     if flush_writes:
-        res.dram_write_bytes += sum(b for b, dirty in cache.values() if dirty)
+        res.dram_write_bytes += sum(b for b, dirty, _ in cache.values() if dirty)
     return res

@@ -74,3 +74,10 @@ def test_flash_dram_grows_when_kv_exceeds_l2():
     tiny_l2 = kernel_dram("flash_fwd", 8192, 64, 128, 64, False, "fp16", heads=8,
                           hardware=get_device("h200", l2_bytes=1 << 20))["total"]
     assert tiny_l2.dram_read_bytes > small.dram_read_bytes
+
+
+def test_l2_shared_cost_doubles_footprint_of_shared_tiles():
+    # two programs share tile K (cost 2 x 100) and each streams a private tile of 100 bytes
+    progs = [[Access("K", 100), Access(("X", p), 100), Access("K", 100)] for p in range(2)]
+    assert simulate_l2(progs, 250, 1).dram_read_bytes == 300                   # K read from DRAM once
+    assert simulate_l2(progs, 250, 1, shared_cost=2.0).dram_read_bytes > 300   # K (200) + X (100) overflow
