@@ -8,11 +8,33 @@ imports on a machine without Jupyter). Tests drive ``update`` directly::
 """
 from __future__ import annotations
 
+import re
+
 from ..dtypes import dtype_bytes
 from ..errors import FlashsimError
 from ..hardware import device_names, get_device
 
-__all__ = ["SliderTour"]
+__all__ = ["SliderTour", "widget_or_figure"]
+
+
+def widget_or_figure(show):
+    """Decorator for a dashboard's ``show()`` (chapter 00; chapters 01-04 use it): where ipywidgets is not
+    installed (a bare GPU machine running the notebooks at full size), print one line and the readout and return
+    the static figure instead of the controls, so the notebook still runs top to bottom."""
+    import functools
+
+    @functools.wraps(show)
+    def wrapper(self, *args, **kwargs):
+        try:
+            import ipywidgets  # noqa: F401
+        except ImportError:
+            print("ipywidgets is not installed: showing a static view (pip install ipywidgets for the controls)")
+            if hasattr(self, "readout"):
+                print(re.sub(r"<[^>]+>", "", self.readout()))
+            return self.figure()
+        return show(self, *args, **kwargs)
+
+    return wrapper
 
 
 class SliderTour:
@@ -70,6 +92,7 @@ class SliderTour:
         return plot_matrix_bytes(self.n, self.dtype, self.device, ns=self.NS)
 
     # --- ipywidgets ---------------------------------------------------------------------------------------------
+    @widget_or_figure
     def show(self):
         """The dashboard: Play + N slider, dtype and device dropdowns, the readout and the plot."""
         import ipywidgets as W

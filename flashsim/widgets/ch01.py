@@ -9,6 +9,7 @@ from ..course import Table
 from ..errors import FlashsimError
 from ..hardware import PRESETS, get_device
 from ..io_model.roofline import peak_flops, roofline
+from .ch00 import widget_or_figure
 
 __all__ = ["device_table", "attention_intensities", "RooflineDashboard"]
 
@@ -82,6 +83,7 @@ class RooflineDashboard:
                for a, i in attention_intensities(self.n, self.d, self.device, self.dtype).items()]
         return plot_roofline(self.DEVICES, self.dtype, highlight=self.device, points=pts, intensity=self.intensity)
 
+    @widget_or_figure
     def show(self):
         """Device dropdown, log slider for I, readout, roofline plot."""
         import ipywidgets as W

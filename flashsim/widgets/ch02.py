@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from ..errors import FlashsimError
+from .ch00 import widget_or_figure
 
 __all__ = ["EventStepper", "Algorithm0Stepper", "TrafficVsN", "EagerOpsDashboard", "eager_op_bytes", "EAGER_CHOICES"]
 
@@ -115,6 +116,7 @@ class EventStepper:
         from ..plots.ch02 import plot_algorithm0_step
         return plot_algorithm0_step(self.state)
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
         from .ch05 import play_controls, png_image_widget, set_png
@@ -204,6 +206,7 @@ class TrafficVsN:
         from ..plots.ch02 import plot_traffic_vs_n
         return plot_traffic_vs_n(self.NS, self.sweep(), mark_n=self.n, title=f"d = {self.d}, {self.dtype}, one head")
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
         from .ch05 import png_image_widget, set_png
@@ -264,6 +267,7 @@ class EagerOpsDashboard:
         return plot_eager_ops(self.rows, title=f"{self.choice}, N = {self.n}, d = {self.d}, {self.dtype}"
                               + (", causal" if self.causal else "") + (", dropout" if self.dropout else ""))
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
         from .ch05 import png_image_widget, set_png

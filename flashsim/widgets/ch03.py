@@ -10,6 +10,7 @@ import numpy as np
 from ..dtypes import dtype_bytes
 from ..errors import FlashsimError, SramCapacityError
 from ..memory import Memory, check_tile_set_fits
+from .ch00 import widget_or_figure
 from .ch02 import EventStepper
 
 __all__ = ["TiledQKtStepper", "TilingDashboard", "BLOCK_CHOICES"]
@@ -128,6 +129,7 @@ class TilingDashboard:
         return plot_tiling(self.tile_set, self.sram_bytes, brs, [self.hbm_bytes(b) for b in brs], fits,
                            self.block_r, title=f"N = {self.n}, d = {self.d}, Bc = {self.block_c}, {self.dtype}")
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
         from .ch05 import png_image_widget, set_png

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..course import Table
 from ..errors import FlashsimError
+from .ch00 import widget_or_figure
 
 __all__ = ["ROWS", "OnlineSoftmaxStepper", "OverflowDemo", "merge_table"]
 
@@ -90,6 +91,7 @@ class OnlineSoftmaxStepper:
         from ..plots.ch04 import plot_online_softmax
         return plot_online_softmax(self.state)
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
         from .ch05 import play_controls, png_image_widget, set_png
@@ -148,6 +150,7 @@ class OverflowDemo:
         from ..plots.ch04 import plot_fp16_overflow
         return plot_fp16_overflow(self.row, dtype=self.dtype)
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
         from .ch05 import png_image_widget, set_png
