@@ -441,7 +441,29 @@ def write_markdown(result, path, json_path):
             lines.append(f"| {r['n']} | {r['d']} | {r['causal']} | {r['dtype']} | " + " | ".join(
                 f"{r[k]['err']:.2e} ({r[k]['torch_err']:.2e})" for k in ("o", "dq", "dk", "dv")) + f" | {r['pass']} |")
         lines.append("")
-    lines += ["## ncu sweep: simulated vs measured bytes", "",
+    o = result.get("other_kernels")
+    if isinstance(o, list):
+        lines += [f"Other kernels on the GPU (N=1000, d=80 attention; 1000x200 @ 200x777; 1000x3000 softmax): "
+                  f"{sum(r['pass'] for r in o)}/{len(o)} within 2x torch's error.", ""]
+    for name, i in (result.get("interpreter") or {}).items():
+        r = i.get("results") if isinstance(i, dict) else None
+        if isinstance(r, list):
+            lines.append(f"- Triton interpreter on the GPU machine ({name}: {i['versions'].replace('INTERP_VERSIONS', 'numpy, triton')}): "
+                         f"count_io == kernel_io per launch and tensor in {sum(x['equal'] for x in r)}/{len(r)} cases")
+        elif isinstance(r, dict):
+            lines.append(f"- Triton interpreter on the GPU machine ({name}: {i['versions'].replace('INTERP_VERSIONS', 'numpy, triton')}): "
+                         f"{r.get('self_check_error', r)}")
+    b = result.get("bench")
+    if isinstance(b, list):
+        lines += [""] + [f"- flash_forward B={x['b']} H={x['h']} N={x['n']} d={x['d']} causal={x['causal']} fp16: "
+                         f"{x['ms']:.3f} ms ({x['tflops']:.0f} TFLOP/s); torch SDPA {x['torch_sdpa_ms']:.3f} ms"
+                         for x in b]
+    sums = [summarize(r) for r in result.get("ncu_sweep", [])]
+    sums = [x for x in sums if x]
+    n_req = sum(abs(x["req_err_pct"]) <= 10 for x in sums)
+    n_dram = sum(abs(x["dram_err_pct"]) <= 10 for x in sums)
+    lines += ["", f"## ncu sweep: simulated vs measured bytes ({n_req}/{len(sums)} requested-byte and {n_dram}/{len(sums)} "
+              "DRAM-byte predictions within 10%)", "",
               "req = kernel_io's requested global bytes vs ncu l1tex global ld(+ldgsts)+st bytes; L2sm = vs ncu "
               "lts bytes from the SMs (read+write); DRAM = L2 model vs ncu dram read+write.", "",
               "| kernel | B×H | N | d | causal | req sim / meas (MB) | err % | L2sm err % | DRAM sim / meas (MB) | err % | µs |",
