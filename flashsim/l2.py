@@ -2,7 +2,7 @@
 
 Signature (small and general, so the simulator core can reuse it)::
 
-    simulate_l2(programs, l2_bytes, concurrency, *, flush_writes=True) -> L2Result
+    simulate_l2(programs, l2_bytes, concurrency, *, flush_writes=True, shared_cost=1.0) -> L2Result
 
 ``programs`` is a sequence, in launch order, of programs (thread blocks); each program is a sequence of
 :class:`Access` ``(key, nbytes, is_write)`` made in program order. ``key`` names a tile (any hashable, e.g.
@@ -23,8 +23,14 @@ Concurrency model (stated, not measured):
   still dirty at the end of the launch are counted as written too (every byte written reaches DRAM once).
 * Each launch starts cold (Nsight Compute flushes caches before each profiled kernel, ``--cache-control all``).
 
-Not modelled: the H100/H200 L2's split into two partitions, set conflicts, sector (32 B) granularity of
-partially used lines, prefetch, and programs drifting out of lockstep.
+Not modelled: set conflicts, the real replacement policy, sector (32 B) granularity of partially used lines,
+prefetch, and programs drifting out of lockstep. The H100/H200 L2's split into two partitions (lines all SMs read
+are kept in both) can be modelled two ways: pass half the L2 as ``l2_bytes`` (what
+:func:`flashsim.kernel_io.kernel_dram` does by default, calibrated on an H200: flash kernels within 4% of ncu),
+or ``shared_cost=2.0`` (a tile more than one program touches occupies twice its bytes).
+
+Callers: :func:`flashsim.kernel_io.kernel_dram` builds the tile traces of the Triton kernels and calls this;
+the simulator core can pass its own traces (any hashable keys).
 
 >>> progs = [[Access(("K", 0), 100, False)], [Access(("K", 0), 100, False)]]
 >>> simulate_l2(progs, l2_bytes=1000, concurrency=1).dram_read_bytes
