@@ -430,8 +430,13 @@ def write_markdown(result, path, json_path):
              f"- date (UTC): {v['date_utc']}; GPU: {v.get('gpu')} ({v.get('sms')} SMs, L2 {v.get('l2_bytes')} B); "
              f"driver/clocks: {v.get('driver')}",
              f"- python {v['python']}, torch {v['torch']} (CUDA {v.get('cuda')}), triton {v['triton']}, "
-             f"numpy {v['numpy']}; ncu: {(v.get('ncu') or '').splitlines()[-1:] }",
-             f"- command: `{v['command']}`; full numbers: `{os.path.basename(json_path)}`", ""]
+             f"numpy {v['numpy']}; ncu: {((v.get('ncu') or '').splitlines() or [''])[-1]}",
+             f"- full numbers: `{os.path.basename(json_path)}`; figure: `figures/measured_vs_simulated_h200.png`"]
+    for name, run in (result.get("runs") or {}).items():
+        lines.append(f"- {name}: {run['date_utc']} UTC, `{run['command']}`")
+    if not result.get("runs"):
+        lines.append(f"- command: `{v['command']}`")
+    lines.append("")
     c = result.get("correctness")
     if isinstance(c, list):
         lines += [f"## Correctness: {sum(r['pass'] for r in c)}/{len(c)} cases pass (error vs float64 <= 2x torch SDPA's)",
