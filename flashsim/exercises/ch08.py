@@ -9,8 +9,9 @@ import math
 
 import numpy as np
 
+from ..algorithms.flash import reference_attention
 from .ch00 import Verdict
-from .ch05 import _fa2_loop, _qkv, finish, reference_attention, rw_table, raised
+from .ch05 import _fa2_loop, _qkv, finish, raised, rw_table
 
 __all__ = ["check_causal_tile_kind", "check_causal_tile_mask", "check_causal_flops_fraction", "causal_tile_counts"]
 

@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from .ch00 import widget_or_figure
+
 __all__ = ["FlashStepper", "TrafficDashboard", "flash_vs_naive_errors", "loop_order_bytes", "png_image_widget",
            "play_controls"]
 
@@ -209,6 +211,7 @@ class FlashStepper:
         from ..plots.ch05 import plot_tile_state
         return plot_tile_state(self.state)
 
+    @widget_or_figure
     def show(self, interval_ms: int = 350):
         """Play + step slider above the picture of the current step."""
         import ipywidgets as W
@@ -317,6 +320,7 @@ class TrafficDashboard:
             title=f"{self.algo} forward on {self.device}, N={self.n}, d={self.d}, {self.heads} heads, {self.dtype}; "
                   f"red: Bc = {self.block_c}")
 
+    @widget_or_figure
     def show(self):
         """The block_c slider (CSS class ``flashsim-block-c-slider``), a device preset dropdown, a readout
         (``flashsim-traffic-readout``) and the plot as an <img> (``flashsim-traffic-plot``)."""

@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from .ch00 import widget_or_figure
+
 __all__ = ["HBM_CAPACITY_BYTES", "attention_memory_bytes", "max_context_for", "measure_peak_memory",
            "ContextMemoryDashboard"]
 
@@ -143,6 +145,7 @@ class ContextMemoryDashboard:
                                    title=f"one attention layer on {self.device}: {self.batch_heads} heads×batch, "
                                          f"d={self.d}")
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
         from .ch05 import png_image_widget, set_png

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ch00 import widget_or_figure
+
 __all__ = ["BackwardCostDashboard", "algorithm4_stepper", "gradient_check"]
 
 
@@ -58,6 +60,7 @@ class BackwardCostDashboard:
         from ..plots.ch07 import plot_backward_costs
         return plot_backward_costs(self.rows, title=f"forward + backward, N={self.n}, d={self.d}, {self.dtype}")
 
+    @widget_or_figure
     def show(self):
         """Sliders for N and d; the readout and the picture update when they move."""
         import ipywidgets as W

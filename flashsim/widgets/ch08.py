@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from .ch00 import widget_or_figure
+
 __all__ = ["causal_kind_grid", "causal_partial_masks", "CausalTileAnimator", "causal_saving_sweep"]
 
 
@@ -86,6 +88,7 @@ class CausalTileAnimator:
                  f"(whole loop: {s['kv_fraction_total']:.0%})")
         return plot_causal_tile_grid(self.kinds, self.n, self.block_r, self.block_c, upto=s["step"], title=title)
 
+    @widget_or_figure
     def show(self, interval_ms: int = 300):
         """Play over the visited tiles, and sliders for N, Br and Bc (the grid is rebuilt when they move)."""
         import ipywidgets as W
