@@ -80,3 +80,12 @@ def test_side_by_side_plot_of_comparisons():
     from flashsim.real_gpu import Comparison
     c = Comparison("flash_fwd", {"n": 8}, "interpreter", 100, 10, 100, 10)
     assert plots.plot_comparisons_side_by_side({"a": c, "b": c}) is not None
+
+
+def test_show_without_ipywidgets_gives_the_static_figure(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)      # import ipywidgets -> ImportError
+    for dash in (widgets.ShortSequenceDashboard(n=256), widgets.RescaleDriftDashboard(n=128),
+                 widgets.MismatchExplorer(n=32, d=8), widgets.SpeedupDashboard(n=1024)):
+        fig = dash.show()
+        assert fig.__class__.__name__ == "Figure"

@@ -16,6 +16,8 @@ import glob
 import json
 import os
 
+from .ch00 import widget_or_figure
+
 __all__ = ["theta_sweep", "SpeedupDashboard", "measured_block_sweep", "l2_rows", "latest_kernels_json",
            "SRAM_KIBS", "SPEEDUP_NS"]
 
@@ -111,6 +113,7 @@ class SpeedupDashboard:
         return plot_roofline_points({"naive": c["naive"], "flash2 (requested)": c["flash"]}, self.device,
                                     dram=c["flash"], title=self.readout())
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
 

@@ -13,6 +13,8 @@ import time
 
 import numpy as np
 
+from .ch00 import widget_or_figure
+
 __all__ = ["cpu_hierarchy", "cpu_time_memory", "CacheBlockDashboard", "time_call", "CPU_BLOCK_CS"]
 
 #: block_c values of the dashboard (multiples of 64, one packed panel of Kᵀ)
@@ -143,6 +145,7 @@ class CacheBlockDashboard:
         from ..plots.ch10 import plot_block_vs_cache
         return plot_block_vs_cache(sweep or self.sweep(), self.caches, current=self.current, title=self.readout())
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
 

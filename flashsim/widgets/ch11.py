@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from .ch00 import widget_or_figure
+
 __all__ = ["short_sequence_times", "speedup_sweep", "ShortSequenceDashboard", "mismatch_errors", "MismatchExplorer",
            "rescale_drift", "RescaleDriftDashboard", "flops_sweep", "SHORT_NS"]
 
@@ -89,6 +91,7 @@ class ShortSequenceDashboard:
         from ..plots.ch11 import plot_speedup_vs_n
         return plot_speedup_vs_n(self.sweep(), current=self.current, title=self.readout())
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
 
@@ -181,6 +184,7 @@ class MismatchExplorer:
         from ..plots.ch11 import plot_mismatch_rows
         return plot_mismatch_rows(self.current)
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
 
@@ -268,6 +272,7 @@ class RescaleDriftDashboard:
         from ..plots.ch11 import plot_rescale_drift
         return plot_rescale_drift(self.current)
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
 

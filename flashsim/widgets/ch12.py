@@ -7,6 +7,8 @@ GPU it times the kernel (``do_bench`` median) at a full size instead.
 """
 from __future__ import annotations
 
+from .ch00 import widget_or_figure
+
 __all__ = ["KernelBlockDashboard", "template_source", "learner_or_solution"]
 
 BLOCKS = (16, 32, 64, 128)
@@ -102,6 +104,7 @@ class KernelBlockDashboard:
         from ..plots.ch12 import plot_kernel_io_by_tensor
         return plot_kernel_io_by_tensor(self.current["simulated"], self.current["measured"], title=self.readout())
 
+    @widget_or_figure
     def show(self):
         import ipywidgets as W
 
