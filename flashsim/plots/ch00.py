@@ -25,7 +25,8 @@ def plot_matrix_bytes(n: int = 8192, dtype: str = "fp16", device: str = "h200", 
     levels = [("SRAM per SM", hw.sram_bytes, "#2ca02c"), ("L2", hw.l2_bytes, "#ff7f0e")]
     for label, size, color in levels:
         ax.axhline(size, ls="--", color=color, lw=1)
-        ax.text(ns[0], size * 1.25, f"{label} of {hw.name}: {size / 2**20:.3g} MiB", fontsize=8, color=color)
+        pretty = f"{size / 2**20:.3g} MiB" if size >= 2**20 else f"{size / 1024:.0f} KiB"
+        ax.text(ns[0], size * 1.25, f"{label} of {hw.name}: {pretty}", fontsize=8, color=color)
     ax.set_xlabel("sequence length N")
     ax.set_ylabel("bytes")
     ax.set_title("One head's attention matrix S = QKᵀ grows as N²", fontsize=10)
