@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import dtype_bytes
 from ..errors import FlashsimError, SramCapacityError
 from ..memory import Memory, check_tile_set_fits
 from .ch00 import widget_or_figure
