@@ -44,7 +44,6 @@ True
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -52,6 +51,7 @@ import numpy as np
 
 from ..dtypes import canonical_dtype, dtype_bytes, round_to
 from ..errors import FlashsimError
+from ..blas import single_blas_thread
 from ..memory import Counters, Memory, check_host_budget, check_tile_set_fits, largest_fitting_block
 
 __all__ = ["FlashCount", "FlashRun", "count_flash", "reference_attention", "reference_attention_grads",
@@ -378,64 +378,6 @@ def count_flash(problem) -> FlashCount:
 # ---------------------------------------------------------------------------------------------------------------
 # Step mode
 # ---------------------------------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _blas_single_thread():
-    """Run tile matmuls on one BLAS thread, then restore the setting.
-
-    Step mode multiplies thousands of tiny tiles (e.g. 128×64 by 64×128): OpenBLAS's threads only add
-    synchronisation, and on a busy 2-core machine they make step mode 5-10× slower. Best effort: a no-op when the
-    BLAS library numpy uses cannot be found.
-    """
-    lib = _openblas()
-    if lib is None:
-        yield
-        return
-    get, set_ = lib
-    try:
-        before = int(get())
-        set_(1)
-    except Exception:  # noqa: BLE001 - a foreign BLAS: leave it alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        set_(before)
-
-
-_OPENBLAS_CACHE: list = []
-
-
-def _openblas():
-    if _OPENBLAS_CACHE:
-        return _OPENBLAS_CACHE[0]
-    found = None
-    try:
-        import ctypes
-        import glob
-        import os
-        root = os.path.dirname(os.path.dirname(np.__file__))
-        paths = glob.glob(os.path.join(root, "numpy.libs", "*openblas*")) + \
-            glob.glob(os.path.join(os.path.dirname(np.__file__), ".dylibs", "*openblas*"))
-        for path in paths:
-            lib = ctypes.CDLL(path)
-            for get_name, set_name in (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
-                                       ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
-                                       ("openblas_get_num_threads", "openblas_set_num_threads")):
-                if hasattr(lib, get_name) and hasattr(lib, set_name):
-                    get, set_ = getattr(lib, get_name), getattr(lib, set_name)
-                    get.restype = ctypes.c_int
-                    set_.argtypes = [ctypes.c_int]
-                    found = (get, set_)
-                    break
-            if found:
-                break
-    except Exception:  # noqa: BLE001 - best effort only
-        found = None
-    _OPENBLAS_CACHE.append(found)
-    return found
-
-
 def _round_up(x: np.ndarray, dtype: str) -> np.ndarray:
     """Round to `dtype` toward +inf. A stored max m that is ≥ the true max keeps e^(S − m) ≤ 1."""
     dtype = canonical_dtype(dtype)
@@ -682,7 +624,7 @@ def run_flash(problem, q, k, v, do=None, memory: Memory | None = None, record_ev
     out = np.empty((h, n, d), np.float32)
     lse = np.empty((h, n), np.float32)
     grads = tuple(np.empty((h, n, d), np.float32) for _ in range(3)) if problem.backward else None
-    with _blas_single_thread():
+    with single_blas_thread():
         fwd_total, bwd_total, mem0 = _run_heads(problem, br, bc, q, k, v, do, memory, record_events, keep_o,
                                                 out, lse, grads)
     total = fwd_total + bwd_total if bwd_total is not None else fwd_total * 1

@@ -40,15 +40,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..blas import single_blas_thread
 from ..errors import FlashsimError
 from ..memory import (MASK_DTYPE, Counters, Memory, check_host_budget, check_tile_set_fits,
                       largest_fitting_block, storage_bytes)
 from ..problem import Problem
 
-try:  # one BLAS thread for thousands of tiny tile matmuls (chapter 05's step mode defines it; shared, not copied)
-    from .flash import _blas_single_thread
-except ImportError:  # pragma: no cover
-    from contextlib import nullcontext as _blas_single_thread
 
 __all__ = ["EagerOps", "EAGER_PRESETS", "NAIVE_OPS", "Op", "Program", "StandardCount", "StandardRun",
            "build_program", "resolve_eager_ops", "resolve_standard_blocks", "count_standard", "run_standard",
@@ -434,7 +431,7 @@ def run_standard(problem: Problem, q, k, v, do=None, *, eager_ops=None, keep=Non
                 mem.empty(name, (n, n) if prog.shapes[name] == "nn" else (n, d), dt)
         ctx = _StepContext(mem, n, d, br, bc, 1.0 / math.sqrt(d), problem.dropout_p,
                            keep[h] if keep is not None else None)
-        with np.errstate(all="ignore"), _blas_single_thread():  # fp16 overflow to ±inf is part of the lesson
+        with np.errstate(all="ignore"), single_blas_thread():  # fp16 overflow to ±inf is part of the lesson
             for op in prog.forward:
                 ctx.run(op)
             fwd_c = mem.counters
