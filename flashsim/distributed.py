@@ -101,19 +101,25 @@ def _wchar() -> int | None:
     return None
 
 
-def _nvlink_tx_bytes(device_index: int) -> int | None:
-    """NVLink data bytes transmitted by this GPU so far (NVML field NVLINK_THROUGHPUT_DATA_TX, KiB), or None."""
+def _nvlink_tx_bytes(device_index: int, links: int = 18) -> int | None:
+    """NVLink data bytes this GPU has transmitted so far, summed over its links, or None where NVML cannot say.
+
+    NVML field NVLINK_THROUGHPUT_DATA_TX (KiB) is per link (scope id = link number): the H200's 18 links are read
+    one by one. (The run of 2026-11-29 read scope 0 only, i.e. link 0: see benchmarks/results/.)
+    """
     try:
         import pynvml
         pynvml.nvmlInit()
         h = pynvml.nvmlDeviceGetHandleByIndex(device_index)
         fid = getattr(pynvml, "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX", 138)
-        vals = pynvml.nvmlDeviceGetFieldValues(h, [fid])
-        if vals[0].nvmlReturn != 0:
-            return None
-        v = vals[0].value
-        kib = getattr(v, "ullVal", None) or getattr(v, "ulVal", None) or 0
-        return int(kib) * 1024
+        vals = pynvml.nvmlDeviceGetFieldValues(h, [(fid, link) for link in range(links)])
+        total, seen = 0, 0
+        for val in vals:
+            if val.nvmlReturn != 0:
+                continue
+            total += int(getattr(val.value, "ullVal", 0) or getattr(val.value, "ulVal", 0) or 0) * 1024
+            seen += 1
+        return total if seen else None
     except Exception:
         return None
 
