@@ -32,7 +32,8 @@ def test_rss_method_sees_any_allocator():
     peak = peak_memory_cpu(lambda n: torch.ones(n).sum().item(), 16 * MiB, method="rss")  # 64 MiB, torch allocator
     assert peak_memory_cpu(lambda t: (t * 2).sum().item(), torch.ones(16 * MiB)) >= 56 * MiB  # auto: rss
     assert 56 * MiB <= peak < 96 * MiB
-    assert peak_memory_cpu(make_and_drop, 32 * MiB, method="rss") >= 48 * MiB
+    # buffers over 32 MiB always come fresh from the OS (glibc's largest mmap threshold), so RSS must grow
+    assert peak_memory_cpu(make_and_drop, 64 * MiB, method="rss") >= 96 * MiB
 
 
 def test_flash_vs_naive_peak():
