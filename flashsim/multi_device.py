@@ -111,7 +111,7 @@ class Cluster:
     """P devices of one preset in a ring of links of one preset (chapter 13).
 
     >>> c = Cluster(4, device="h200", link="nvlink4")
-    >>> c.send(0, 1, 1024); c.link_bytes()
+    >>> seconds = c.send(0, 1, 1024); c.link_bytes()
     [1024, 0, 0, 0]
     """
 
