@@ -213,6 +213,9 @@ COURSE_MAP = [
      "short sequences, mask/dtype mismatches, not sub-quadratic, the missing-rescale bug and its drift"),
     ("12", "12_final_exercise.ipynb", "Final exercise",
      "write the FlashAttention forward kernel in Triton; graded on output, IO and (on a GPU) speed"),
+    ("13", "13_beyond_one_gpu.ipynb", "Beyond one GPU",
+     "flash-decoding (split K/V, logsumexp combine), ring attention stepped, the overlap condition, "
+     "a real ring with torch.distributed"),
 ]
 
 
