@@ -21,8 +21,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
+# full sizes in the lab unless FLASHSIM_LAB_SIZE=small; --allow-root only where we run as root (containers)
 lab: $(STAMP)
-	FLASHSIM_SIZE=$${FLASHSIM_LAB_SIZE:-full} $(VENV)/bin/jupyter lab notebooks/
+	FLASHSIM_SIZE=$${FLASHSIM_LAB_SIZE:-full} $(VENV)/bin/jupyter lab notebooks/ \
+		$$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --nbmake --nbmake-timeout=900 tests notebooks
