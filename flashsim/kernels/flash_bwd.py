@@ -11,6 +11,7 @@ recomputes each P tile from Q, K and L, in three launches:
    diagonal) and accumulates dQ += dS K · scale. Writes dQ once.
 
 No atomics: dQ is recomputed in its own pass, so K/V and Q/dO each stream once per row block of the other.
+As in the forward pass, only tiles on the diagonal (causal) or ragged at N pay for masking.
 """
 from __future__ import annotations
 
@@ -45,6 +46,39 @@ def _bwd_preprocess(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od,
 
 
 @triton.jit
+def _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, sm_scale, base, pid_bh, stride_n, stride_d,
+                offs_n, offs_m, offs_d, d_valid, N, lo, hi,
+                MASK: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr):
+    """Stream Q/dO row blocks [lo, hi) past one K/V tile. MASK=False where every query row of the block is
+    below the diagonal and inside N: no masking arithmetic there (the FA2 trick)."""
+    for start_m in range(lo, hi, BLOCK_M):
+        rows = start_m + offs_m
+        m_valid = rows < N
+        q_mask = m_valid[:, None] & d_valid[None, :]
+        q_off = base + rows[:, None] * stride_n + offs_d[None, :] * stride_d
+        # reads Q once per K/V row block: N*d elements per row block (causal: from the diagonal down)
+        q = tl.load(Q + q_off, mask=q_mask, other=0.0)                 # (BLOCK_M, BLOCK_D)
+        # reads L once per K/V row block: N fp32 per row block
+        lse = tl.load(LSE + pid_bh * N + rows, mask=m_valid, other=0.0)   # (BLOCK_M,)
+        qkT = tl.dot(k, tl.trans(q)) * sm_scale                          # (BLOCK_N, BLOCK_M) = S tileᵀ
+        pT = tl.exp(qkT - lse[None, :])                                   # recomputed P tileᵀ
+        if MASK:
+            keep = m_valid[None, :]
+            if CAUSAL:
+                keep = keep & (rows[None, :] >= offs_n[:, None])
+            pT = tl.where(keep, pT, 0.0)
+        # reads dO once per K/V row block: N*d elements per row block
+        do = tl.load(DO + q_off, mask=q_mask, other=0.0)                 # (BLOCK_M, BLOCK_D)
+        dv += tl.dot(pT.to(do.dtype), do)
+        # reads delta once per K/V row block: N fp32 per row block
+        delta = tl.load(DELTA + pid_bh * N + rows, mask=m_valid, other=0.0)  # (BLOCK_M,)
+        dpT = tl.dot(v, tl.trans(do))                                     # (BLOCK_N, BLOCK_M) = dP tileᵀ
+        dsT = pT * (dpT - delta[None, :])
+        dk += tl.dot(dsT.to(q.dtype), q)
+    return dk, dv
+
+
+@triton.jit
 def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale,
               stride_b, stride_h, stride_n, stride_d,
               H, N, D,
@@ -71,36 +105,50 @@ def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale,
 
     if CAUSAL:
         lo = (pid_n * BLOCK_N // BLOCK_M) * BLOCK_M   # Q row blocks wholly above the diagonal are skipped
+        mid = tl.minimum(tl.cdiv((pid_n + 1) * BLOCK_N, BLOCK_M) * BLOCK_M, N)   # end of the diagonal blocks
     else:
         lo = 0
-    for start_m in range(lo, N, BLOCK_M):
-        rows = start_m + offs_m
-        m_valid = rows < N
-        q_mask = m_valid[:, None] & d_valid[None, :]
-        q_off = base + rows[:, None] * stride_n + offs_d[None, :] * stride_d
-        # reads Q once per K/V row block: N*d elements per row block (causal: from the diagonal down)
-        q = tl.load(Q + q_off, mask=q_mask, other=0.0)                 # (BLOCK_M, BLOCK_D)
-        # reads L once per K/V row block: N fp32 per row block
-        lse = tl.load(LSE + pid_bh * N + rows, mask=m_valid, other=0.0)   # (BLOCK_M,)
-        qkT = tl.dot(k, tl.trans(q)) * sm_scale                          # (BLOCK_N, BLOCK_M) = S tileᵀ
-        pT = tl.exp(qkT - lse[None, :])                                   # recomputed P tileᵀ
-        keep = m_valid[None, :]
-        if CAUSAL:
-            keep = keep & (rows[None, :] >= offs_n[:, None])
-        pT = tl.where(keep, pT, 0.0)
-        # reads dO once per K/V row block: N*d elements per row block
-        do = tl.load(DO + q_off, mask=q_mask, other=0.0)                 # (BLOCK_M, BLOCK_D)
-        dv += tl.dot(pT.to(do.dtype), do)
-        # reads delta once per K/V row block: N fp32 per row block
-        delta = tl.load(DELTA + pid_bh * N + rows, mask=m_valid, other=0.0)  # (BLOCK_M,)
-        dpT = tl.dot(v, tl.trans(do))                                     # (BLOCK_N, BLOCK_M) = dP tileᵀ
-        dsT = pT * (dpT - delta[None, :])
-        dk += tl.dot(dsT.to(q.dtype), q)
+        mid = 0
+    full = tl.maximum(mid, N // BLOCK_M * BLOCK_M)   # whole row blocks end here; a ragged last one follows
+    # [lo, mid): blocks on the diagonal, masked; [mid, full): below it, unmasked; [full, N): ragged, masked
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, sm_scale, base, pid_bh, stride_n, stride_d,
+                         offs_n, offs_m, offs_d, d_valid, N, lo, mid, MASK=True, CAUSAL=CAUSAL, BLOCK_M=BLOCK_M)
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, sm_scale, base, pid_bh, stride_n, stride_d,
+                         offs_n, offs_m, offs_d, d_valid, N, mid, full, MASK=False, CAUSAL=CAUSAL, BLOCK_M=BLOCK_M)
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, sm_scale, base, pid_bh, stride_n, stride_d,
+                         offs_n, offs_m, offs_d, d_valid, N, full, N, MASK=True, CAUSAL=CAUSAL, BLOCK_M=BLOCK_M)
     dk = dk * sm_scale
     # writes dK once: N*d elements per head
     tl.store(DK + kv_off, dk.to(DK.dtype.element_ty), mask=kv_mask)
     # writes dV once: N*d elements per head
     tl.store(DV + kv_off, dv.to(DV.dtype.element_ty), mask=kv_mask)
+
+
+@triton.jit
+def _dq_tiles(dq, q, do, lse, delta, K, V, sm_scale, base, stride_n, stride_d,
+              offs_m, offs_n, offs_d, d_valid, N, lo, hi,
+              MASK: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Stream K/V tiles [lo, hi) past one Q row block; MASK=False where the block sees every key whole."""
+    for start_n in range(lo, hi, BLOCK_N):
+        cols = start_n + offs_n
+        n_valid = cols < N
+        kv_mask = n_valid[:, None] & d_valid[None, :]
+        kv_off = base + cols[:, None] * stride_n + offs_d[None, :] * stride_d
+        # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
+        k = tl.load(K + kv_off, mask=kv_mask, other=0.0)              # (BLOCK_N, BLOCK_D)
+        # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
+        v = tl.load(V + kv_off, mask=kv_mask, other=0.0)              # (BLOCK_N, BLOCK_D)
+        qk = tl.dot(q, tl.trans(k)) * sm_scale                        # (BLOCK_M, BLOCK_N)
+        p = tl.exp(qk - lse[:, None])
+        if MASK:
+            keep = n_valid[None, :] & (offs_m < N)[:, None]
+            if CAUSAL:
+                keep = keep & (offs_m[:, None] >= cols[None, :])
+            p = tl.where(keep, p, 0.0)
+        dp = tl.dot(do, tl.trans(v))                                  # (BLOCK_M, BLOCK_N)
+        ds = p * (dp - delta[:, None])
+        dq += tl.dot(ds.to(k.dtype), k)
+    return dq
 
 
 @triton.jit
@@ -131,27 +179,16 @@ def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale,
     dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
 
     if CAUSAL:
+        lo = (pid_m * BLOCK_M) // BLOCK_N * BLOCK_N  # tiles left of the diagonal: unmasked
         hi = tl.minimum((pid_m + 1) * BLOCK_M, N)    # K/V tiles past the diagonal are skipped
     else:
+        lo = N // BLOCK_N * BLOCK_N                  # whole tiles unmasked; a ragged last tile masked
         hi = N
-    for start_n in range(0, hi, BLOCK_N):
-        cols = start_n + offs_n
-        n_valid = cols < N
-        kv_mask = n_valid[:, None] & d_valid[None, :]
-        kv_off = base + cols[:, None] * stride_n + offs_d[None, :] * stride_d
-        # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
-        k = tl.load(K + kv_off, mask=kv_mask, other=0.0)              # (BLOCK_N, BLOCK_D)
-        # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
-        v = tl.load(V + kv_off, mask=kv_mask, other=0.0)              # (BLOCK_N, BLOCK_D)
-        qk = tl.dot(q, tl.trans(k)) * sm_scale                        # (BLOCK_M, BLOCK_N)
-        p = tl.exp(qk - lse[:, None])
-        keep = n_valid[None, :] & m_valid[:, None]
-        if CAUSAL:
-            keep = keep & (offs_m[:, None] >= cols[None, :])
-        p = tl.where(keep, p, 0.0)
-        dp = tl.dot(do, tl.trans(v))                                  # (BLOCK_M, BLOCK_N)
-        ds = p * (dp - delta[:, None])
-        dq += tl.dot(ds.to(k.dtype), k)
+    # rows past N load q = dO = 0 and L = delta = 0: their ds is 0, so unmasked tiles need no row mask either
+    dq = _dq_tiles(dq, q, do, lse, delta, K, V, sm_scale, base, stride_n, stride_d, offs_m, offs_n, offs_d,
+                   d_valid, N, 0, lo, MASK=False, CAUSAL=CAUSAL, BLOCK_N=BLOCK_N)
+    dq = _dq_tiles(dq, q, do, lse, delta, K, V, sm_scale, base, stride_n, stride_d, offs_m, offs_n, offs_d,
+                   d_valid, N, lo, hi, MASK=True, CAUSAL=CAUSAL, BLOCK_N=BLOCK_N)
     dq = dq * sm_scale
     # writes dQ once: N*d elements per head
     tl.store(DQ + q_off, dq.to(DQ.dtype.element_ty), mask=q_mask)

@@ -9,6 +9,8 @@ Traffic per (batch, head), with T_m = ceil(N / BLOCK_M) Q row blocks (the kernel
     Q: N*d elements read once; K, V: N*d elements read once per Q row block (non-causal);
     causal: Q row block i reads K/V rows [0, min((i+1)*BLOCK_M, N)) rounded up to whole BLOCK_N tiles
     (fully masked tiles are skipped); O: N*d written once; LSE: N fp32 written once.
+Masking costs arithmetic on every score, so (as FA2 does) it runs only where needed: the tiles left of the
+diagonal (causal) and all whole tiles (non-causal) skip it; only diagonal tiles and a ragged last tile pay.
 Head dims that are not powers of two (80, 96) are padded to the next power of two and masked, so padded columns
 are never loaded or stored. Ragged N is masked the same way.
 """
@@ -19,6 +21,38 @@ import triton
 import triton.language as tl
 
 from ._common import check_block, check_qkv, default_blocks, head_block, poison_like, scale_of
+
+
+@triton.jit
+def _fwd_tiles(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+               offs_m, offs_n, offs_d, d_valid, N, qk_scale, lo, hi,
+               MASK: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Stream K/V tiles [lo, hi) past one Q tile. MASK=False for tiles every query of the block fully sees
+    (no key past N, none after the query): the FA2 trick of skipping the masking arithmetic there."""
+    for start_n in range(lo, hi, BLOCK_N):
+        cols = start_n + offs_n
+        n_valid = cols < N
+        kv_mask = n_valid[:, None] & d_valid[None, :]
+        k_ptrs = k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd
+        # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
+        k = tl.load(k_ptrs, mask=kv_mask, other=0.0)                 # (BLOCK_N, BLOCK_D)
+        qk = tl.dot(q, tl.trans(k)) * qk_scale                       # (BLOCK_M, BLOCK_N) scores, in SRAM only
+        if MASK:
+            keep = n_valid[None, :]                                  # key rows past N score -inf
+            if CAUSAL:
+                keep = keep & (offs_m[:, None] >= cols[None, :])     # keys after the query score -inf
+            qk = tl.where(keep, qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_new[:, None])                        # (BLOCK_M, BLOCK_N)
+        alpha = tl.math.exp2(m_i - m_new)                            # rescales what was summed so far
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v_ptrs = v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd
+        # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
+        v = tl.load(v_ptrs, mask=kv_mask, other=0.0)                 # (BLOCK_N, BLOCK_D)
+        acc += tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    return acc, l_i, m_i
 
 
 @triton.jit
@@ -51,31 +85,17 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale,
     qk_scale = sm_scale * 1.4426950408889634                    # fold log2(e) in: exp2 is cheaper than exp
 
     if CAUSAL:
+        lo = (pid_m * BLOCK_M) // BLOCK_N * BLOCK_N  # tiles left of the diagonal: seen whole by every query
         hi = tl.minimum((pid_m + 1) * BLOCK_M, N)    # K/V tiles past the diagonal are fully masked: skipped
     else:
+        lo = N // BLOCK_N * BLOCK_N                  # whole tiles; only a ragged last tile needs a mask
         hi = N
-    for start_n in range(0, hi, BLOCK_N):
-        cols = start_n + offs_n
-        n_valid = cols < N
-        kv_mask = n_valid[:, None] & d_valid[None, :]
-        k_ptrs = k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd
-        # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
-        k = tl.load(k_ptrs, mask=kv_mask, other=0.0)                 # (BLOCK_N, BLOCK_D)
-        qk = tl.dot(q, tl.trans(k)) * qk_scale                       # (BLOCK_M, BLOCK_N) scores, in SRAM only
-        keep = n_valid[None, :]                                      # key rows past N score -inf
-        if CAUSAL:
-            keep = keep & (offs_m[:, None] >= cols[None, :])         # keys after the query score -inf
-        qk = tl.where(keep, qk, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_new[:, None])                        # (BLOCK_M, BLOCK_N)
-        alpha = tl.math.exp2(m_i - m_new)                            # rescales what was summed so far
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v_ptrs = v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd
-        # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
-        v = tl.load(v_ptrs, mask=kv_mask, other=0.0)                 # (BLOCK_N, BLOCK_D)
-        acc += tl.dot(p.to(v.dtype), v)
-        m_i = m_new
+    acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                               offs_m, offs_n, offs_d, d_valid, N, qk_scale, 0, lo,
+                               MASK=False, CAUSAL=CAUSAL, BLOCK_N=BLOCK_N)
+    acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                               offs_m, offs_n, offs_d, d_valid, N, qk_scale, lo, hi,
+                               MASK=True, CAUSAL=CAUSAL, BLOCK_N=BLOCK_N)
 
     acc = acc / l_i[:, None]
     o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od

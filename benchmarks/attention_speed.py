@@ -1,0 +1,488 @@
+"""Attention speed: the course's FlashAttention Triton kernel next to PyTorch SDPA's backends and naive PyTorch.
+
+On the GPU machine (imports only torch, triton, numpy, tqdm; matplotlib only for the figure):
+
+    PYTHONPATH=$PWD python benchmarks/attention_speed.py --out $OUT [--quick] [--budget-s 240]
+
+Grid (issue 5): modes fwd and bwd, fp16 and bf16, d in {64, 128}, causal or not, N in {1024, ..., 16384},
+batch = 16384/N, heads = 2048/d (so every row has the same 16384 tokens x 2048 channels). ``--quick``: fp16 only,
+N in {1024, 4096, 16384}. Rows run in priority order (fp16 first) and the JSON is rewritten after every row, so a
+run cut short by ``--budget-s`` or a timeout still leaves every finished row on disk.
+
+Implementations: ``ours`` (flashsim.kernels: flash_forward, and flash_backward through autograd), SDPA with one
+backend forced via ``torch.nn.attention.sdpa_kernel`` (``flash`` = FlashAttention-2, ``cudnn``, ``efficient``),
+and ``naive`` (matmul, softmax, matmul; S and P in HBM; only up to ``--naive-max-n``, as it needs O(N^2) memory).
+
+FLOPs, FA2 convention: 4*B*H*N^2*d forward, halved when causal; backward 2.5x the forward. Times: median of
+``triton.testing.do_bench`` (flashsim.measure.bench). bwd times one backward pass (torch.autograd.grad with
+retain_graph) of a forward done beforehand, for every implementation alike.
+
+Correctness is checked before timing, on every row: each implementation runs once on the row's own random inputs
+and its output (and dq, dk, dv in bwd) on a slice (batch 0, heads 0-1, all N rows) is compared with float64 SDPA
+(math backend) of that slice; ours must be finite and within 2x the error of torch's own SDPA (default backend)
+in the same dtype. ``--sweep``: with the budget left after the grid, our kernels at other block sizes, warps and
+pipeline stages (fp16, N=8192), as tuning data.
+
+Here (no GPU): draw the figure and the markdown table from a results file:
+
+    .venv/bin/python benchmarks/attention_speed.py --plot-only benchmarks/results/attention_speed_<date>.json \\
+        --figure figures/speed_h200.png --markdown benchmarks/results/attention_speed_<date>.md
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+import zlib
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+IMPLS = ("ours", "flash", "cudnn", "efficient", "naive")
+#: the issue's targets: (mode, baseline) -> minimum ours/baseline ratio, for rows with N >= TARGET_MIN_N
+TARGETS = {("fwd", "flash"): 1.1, ("fwd", "cudnn"): 0.9, ("bwd", "flash"): 1.1}
+TARGET_MIN_N = 2048
+TOKENS, WIDTH = 16384, 2048          # batch * N and heads * d of every row
+
+
+def flops(mode: str, batch: int, heads: int, n: int, d: int, causal: bool) -> float:
+    """FA2 convention: 4*B*H*N^2*d forward (2 matmuls, 2 FLOPs per multiply-add), halved causal; bwd 2.5x."""
+    f = 4.0 * batch * heads * n * n * d
+    if causal:
+        f *= 0.5
+    if mode == "bwd":
+        f *= 2.5
+    return f
+
+
+def make_grid(quick: bool = False, dtypes=None, ns=None, ds=(64, 128), modes=("fwd", "bwd"),
+              tokens: int = TOKENS, width: int = WIDTH) -> list[dict]:
+    """The rows, in the order they run (priority: fp16 before bf16, then mode, d, causal, N)."""
+    dtypes = dtypes or (("float16",) if quick else ("float16", "bfloat16"))
+    ns = ns or ((1024, 4096, 16384) if quick else (1024, 2048, 4096, 8192, 16384))
+    rows = []
+    for dt in dtypes:
+        for mode in modes:
+            for d in ds:
+                for causal in (False, True):
+                    for n in ns:
+                        rows.append(dict(mode=mode, dtype=dt, d=d, causal=causal, n=n, batch=max(1, tokens // n),
+                                         heads=max(1, width // d)))
+    return rows
+
+
+# --- implementations ------------------------------------------------------------------------------------------
+
+def _sdpa(backend):
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    be = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+          "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}[backend]
+
+    def run(q, k, v, causal):
+        with sdpa_kernel(be):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return run
+
+
+def _naive(q, k, v, causal):
+    import torch
+    n = q.shape[-2]
+    s = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)      # (B, H, N, N) in HBM
+    if causal:
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    return torch.matmul(torch.softmax(s, dim=-1), v)
+
+
+def _ours(q, k, v, causal):
+    from flashsim.kernels import attention, flash_forward
+    if q.requires_grad:
+        return attention(q, k, v, causal=causal)
+    return flash_forward(q, k, v, causal=causal)[0]
+
+
+def implementation(name):
+    if name == "ours":
+        return _ours
+    if name == "naive":
+        return _naive
+    if name == "torch":                        # torch's own choice of backend: the error yardstick
+        import torch.nn.functional as F
+        return lambda q, k, v, causal: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return _sdpa(name)
+
+
+def _rel_err(x, ref) -> float:
+    return float((x.double() - ref).norm() / ref.norm())
+
+
+def check_correct(q, k, v, do, causal, mode, impls) -> dict:
+    """Errors vs float64 math SDPA on batch 0, heads 0-1 of the row's inputs; ours must be <= 2x torch's own.
+
+    Each implementation runs on the full inputs (the very launch configuration that is timed next, so no extra
+    compile); only its slice of o (and dq, dk, dv) is compared with the float64 reference of that slice.
+    """
+    import torch
+    need_grad = mode == "bwd"
+
+    def outputs(fn, xs, g, part):
+        xs = [x.detach().clone().requires_grad_(need_grad) for x in xs]
+        with torch.set_grad_enabled(need_grad):
+            o = fn(*xs, causal)
+        out = {"o": o.detach()[part]}
+        if need_grad:
+            grads = torch.autograd.grad(o, xs, g.to(o.dtype))
+            out.update(dq=grads[0][part], dk=grads[1][part], dv=grads[2][part])
+        return out
+
+    sl = (slice(0, 1), slice(0, 2))
+    ref = outputs(implementation("math"), [x[sl].double() for x in (q, k, v)], do[sl].double(), ...)
+    res = {}
+    for name in ("torch",) + tuple(impls):
+        try:
+            out = outputs(implementation(name), (q, k, v), do, sl)
+            res[name] = {key: _rel_err(val, ref[key]) for key, val in out.items()}
+            res[name]["finite"] = all(bool(torch.isfinite(val).all()) for val in out.values())
+            del out
+        except Exception as exc:  # a backend that does not take this dtype/shape/device
+            res[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
+    ours, yard = res.get("ours", {}), res.get("torch", {})
+    ok = "error" not in ours and ours.get("finite", False) and "error" not in yard and all(
+        ours[key] <= 2 * yard[key] for key in ref)
+    res["pass"] = bool(ok)
+    return res
+
+
+def time_row(row: dict, impls=IMPLS, timer=None, naive_max_n: int = 4096, device=None, warmup=10, rep=40) -> dict:
+    """Check and time one row; returns the row with 'ms', 'tflops', 'errors', ratios and target verdicts."""
+    import torch
+    from flashsim.measure import bench
+    timer = timer or (lambda fn: bench(fn, warmup=warmup, rep=rep))
+    if device is None:
+        from flashsim import kernels
+        device = "cpu" if kernels.INTERPRETER else "cuda"
+    dtype = getattr(torch, row["dtype"])
+    B, H, N, d, causal, mode = row["batch"], row["heads"], row["n"], row["d"], row["causal"], row["mode"]
+    impls = [i for i in impls if not (i == "naive" and N > naive_max_n)]
+    torch.manual_seed(zlib.crc32(repr(sorted(row.items())).encode()))      # fresh random inputs each row
+    q, k, v, do = (torch.randn(B, H, N, d, device=device, dtype=dtype) for _ in range(4))
+    out = dict(row)
+    out["flops"] = flops(mode, B, H, N, d, causal)
+    out["check"] = check_correct(q, k, v, do, causal, mode, impls)
+    out["ms"], out["errors"] = {}, {}
+    for name in impls:
+        fn = implementation(name)
+        try:
+            if mode == "fwd":
+                with torch.no_grad():
+                    fn(q, k, v, causal)                           # compile / plan outside the timing
+                    ms = timer(lambda: fn(q, k, v, causal))
+            else:
+                xs = [x.detach().requires_grad_() for x in (q, k, v)]
+                o = fn(*xs, causal)
+                torch.autograd.grad(o, xs, do, retain_graph=True)
+                ms = timer(lambda: torch.autograd.grad(o, xs, do, retain_graph=True))
+                del o, xs
+            out["ms"][name] = float(ms)
+        except Exception as exc:
+            out["errors"][name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    out["tflops"] = {name: out["flops"] / ms / 1e9 for name, ms in out["ms"].items() if ms > 0}
+    add_verdicts(out)
+    return out
+
+
+def add_verdicts(r: dict) -> dict:
+    """ours/baseline speed ratios and, where the issue sets one, whether the row meets the target."""
+    ms = r.get("ms", {})
+    r["ratio"] = {b: ms[b] / ms["ours"] for b in ("flash", "cudnn", "efficient", "naive")
+                  if "ours" in ms and b in ms and ms["ours"] > 0}
+    r["targets"] = {}
+    if r["n"] >= TARGET_MIN_N:
+        for (mode, base), need in TARGETS.items():
+            if mode == r["mode"]:
+                got = r["ratio"].get(base)
+                r["targets"][base] = {"need": need, "got": got, "met": got is not None and got >= need}
+    return r
+
+
+#: configurations of our kernels tried after the grid, with whatever budget is left (GPU tuning data):
+#: (mode, block_m, block_n, num_warps, num_stages); None = the kernel's default
+SWEEP = [("fwd", 128, 64, 4, 3), ("fwd", 128, 128, 8, 3), ("fwd", 128, 64, 8, 4), ("fwd", 64, 64, 4, 4),
+         ("bwd", 64, 64, 4, 3), ("bwd", 32, 128, 4, 4), ("bwd", 128, 64, 8, 3), ("bwd", 64, 128, 8, 2)]
+
+
+def sweep_one(mode, d, causal, bm, bn, warps, stages, n=8192, dtype="float16", timer=None, device="cuda"):
+    """Time our fwd or bwd at one (block_m, block_n, num_warps, num_stages); error vs SDPA flash's output."""
+    import torch
+    from flashsim.kernels import flash_backward, flash_forward
+    from flashsim.measure import bench
+    timer = timer or (lambda fn: bench(fn, warmup=10, rep=40))
+    B, H = max(1, TOKENS // n), WIDTH // d
+    torch.manual_seed(n + d + causal)
+    q, k, v, do = (torch.randn(B, H, n, d, device=device, dtype=getattr(torch, dtype)) for _ in range(4))
+    kw = dict(causal=causal, block_m=bm, block_n=bn, num_warps=warps, num_stages=stages)
+    o, lse = flash_forward(q, k, v, **kw) if mode == "fwd" else flash_forward(q, k, v, causal=causal)
+    ref = implementation("flash")(q, k, v, causal)
+    if mode == "fwd":
+        ms = timer(lambda: flash_forward(q, k, v, **kw))
+        err = _rel_err(o, ref.double())
+    else:
+        dq, _, _ = flash_backward(q, k, v, o, lse, do, **kw)
+        qs = q.detach().requires_grad_()
+        gq, = torch.autograd.grad(implementation("flash")(qs, k, v, causal), (qs,), do)
+        err = _rel_err(dq, gq.double())
+        ms = timer(lambda: flash_backward(q, k, v, o, lse, do, **kw))
+    f = flops(mode, B, H, n, d, causal)
+    return dict(mode=mode, dtype=dtype, d=d, causal=causal, n=n, block_m=bm, block_n=bn, num_warps=warps,
+                num_stages=stages, ms=float(ms), tflops=f / ms / 1e9, err_vs_sdpa_flash=err)
+
+
+# --- run, record ----------------------------------------------------------------------------------------------
+
+def versions(command: str | None = None) -> dict:
+    import flashsim.kernels  # noqa: F401,I001  (before triton: it decides TRITON_INTERPRET)
+    import numpy
+    import torch
+    import triton
+    info = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
+            "numpy": numpy.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+            "command": command or "python " + " ".join(shlex.quote(a) for a in sys.argv)}
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        info.update(gpu=p.name, sms=p.multi_processor_count, memory_bytes=p.total_memory, cuda=torch.version.cuda,
+                    cudnn=torch.backends.cudnn.version())
+        try:
+            info["driver_clocks"] = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit",
+                 "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    else:
+        from flashsim import kernels
+        info["gpu"] = None
+        info["note"] = "no CUDA GPU: Triton interpreter (%s); timings are meaningless" % kernels.INTERPRETER_REASON
+    return info
+
+
+def save(result: dict, path: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, path)
+
+
+def fmt(x, spec=".0f", none="-"):
+    return none if x is None else format(x, spec)
+
+
+def table(rows: list[dict]) -> str:
+    head = ("mode dtype     d causal     N   B   H |   ours  flash  cudnn   eff  naive | "
+            "ours/fla ours/cud | ok  targets")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        t = r.get("tflops", {})
+        tg = r.get("targets", {})
+        verdict = " ".join(f"{b}:{'met' if v['met'] else 'MISS'}" for b, v in tg.items()) or "(N<2048)"
+        lines.append(f"{r['mode']:4} {r['dtype']:8} {r['d']:3} {str(r['causal']):6} {r['n']:5} {r['batch']:3} "
+                     f"{r['heads']:3} | " + " ".join(f"{fmt(t.get(i)):>6}" for i in IMPLS) + " | "
+                     f"{fmt(r['ratio'].get('flash'), '.2f'):>8} {fmt(r['ratio'].get('cudnn'), '.2f'):>8} | "
+                     f"{'ok' if r['check']['pass'] else 'BAD':3} {verdict}")
+    return "\n".join(lines)
+
+
+def run(args) -> dict:
+    import flashsim.kernels  # noqa: F401,I001  (before triton: it decides TRITON_INTERPRET)
+    import torch
+    from tqdm import tqdm
+    rows = make_grid(args.quick)
+    if args.only_dtype:
+        rows = [r for r in rows if r["dtype"] == args.only_dtype]
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"attention_speed_{date}.json")
+    result = {"versions": versions(args.command), "args": vars(args), "tflops_convention":
+              "4*B*H*N^2*d fwd, x0.5 causal, x2.5 bwd; time = median of triton.testing.do_bench",
+              "targets": {f"{m} ours/{b}": v for (m, b), v in TARGETS.items()}, "target_min_n": TARGET_MIN_N,
+              "rows": [], "skipped": [], "complete": False}
+    print(json.dumps(result["versions"]), flush=True)
+    t0 = time.time()
+    bar = tqdm(rows, desc="attention_speed", file=sys.stdout, mininterval=5)
+    for i, row in enumerate(bar):
+        if time.time() - t0 > args.budget_s:
+            result["skipped"] = rows[i:]
+            bar.write(f"budget of {args.budget_s:.0f} s spent: {len(rows) - i} rows not run")
+            break
+        r = time_row(row, naive_max_n=args.naive_max_n, warmup=args.warmup, rep=args.rep)
+        r["elapsed_s"] = round(time.time() - t0, 1)
+        result["rows"].append(r)
+        save(result, path)
+        bar.write(table([r]).splitlines()[-1] + (f"  errors: {r['errors']}" if r["errors"] else ""))
+        torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    else:
+        result["complete"] = True
+    result["sweep"] = []
+    if args.sweep and result["complete"]:
+        todo = [(m, d, c) + cfg[1:] for cfg in SWEEP for d in (64, 128) for c in (False, True)
+                for m in (cfg[0],)]
+        for cfg in todo:
+            if time.time() - t0 > args.budget_s:
+                bar.write(f"budget spent: {len(todo) - len(result['sweep'])} sweep configs not run")
+                break
+            try:
+                r = sweep_one(*cfg)
+            except Exception as exc:
+                r = dict(zip(("mode", "d", "causal", "block_m", "block_n", "num_warps", "num_stages"), cfg),
+                         error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+            result["sweep"].append(r)
+            save(result, path)
+            print("sweep", json.dumps(r), flush=True)
+    result["wall_s"] = round(time.time() - t0, 1)
+    save(result, path)
+    print(f"\nwrote {path} ({len(result['rows'])}/{len(rows)} rows, {result['wall_s']} s)\n")
+    print(table(result["rows"]))
+    print(summary(result))
+    return result
+
+
+def summary(result: dict) -> str:
+    rows = result["rows"]
+    tg = [(r, b, v) for r in rows for b, v in r.get("targets", {}).items()]
+    met = sum(v["met"] for _, _, v in tg)
+    lines = [f"correctness: {sum(r['check']['pass'] for r in rows)}/{len(rows)} rows pass (ours <= 2x torch's error)",
+             f"targets (N >= {TARGET_MIN_N}): {met}/{len(tg)} met"]
+    for (mode, base), need in TARGETS.items():
+        got = [v["got"] for r, b, v in tg if r["mode"] == mode and b == base and v["got"] is not None]
+        if got:
+            lines.append(f"  {mode} ours/{base} >= {need}: {sum(g >= need for g in got)}/{len(got)} rows; "
+                         f"min {min(got):.2f}, median {sorted(got)[len(got) // 2]:.2f}, max {max(got):.2f}")
+    return "\n".join(lines)
+
+
+# --- figure and markdown (no GPU needed) --------------------------------------------------------------------
+
+def plot(result: dict, figure: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = result["rows"]
+    panels = [(d, c) for d in (64, 128) for c in (False, True)]
+    fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), sharex=True)
+    colors = {"ours": "C3", "flash": "C0", "cudnn": "C2", "efficient": "C1", "naive": "C7"}
+    for i, mode in enumerate(("fwd", "bwd")):
+        for j, (d, causal) in enumerate(panels):
+            ax = axes[i, j]
+            for dt, style in (("float16", "-"), ("bfloat16", "--")):
+                sel = sorted((r for r in rows if r["mode"] == mode and r["d"] == d and r["causal"] == causal
+                              and r["dtype"] == dt), key=lambda r: r["n"])
+                for name in IMPLS:
+                    pts = [(r["n"], r["tflops"][name]) for r in sel if name in r.get("tflops", {})]
+                    if pts:
+                        ax.plot(*zip(*pts), style, marker="o", ms=3, color=colors[name],
+                                lw=2.2 if name == "ours" else 1.2,
+                                label=f"{name} ({'fp16' if dt == 'float16' else 'bf16'})")
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{mode}, d={d}{', causal' if causal else ''}", fontsize=10)
+            ax.grid(alpha=0.3)
+            if j == 0:
+                ax.set_ylabel("TFLOP/s (FA2 convention)")
+            if i == 1:
+                ax.set_xlabel("N (batch = 16384/N, heads = 2048/d)")
+            ax.set_ylim(bottom=0)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    v = result["versions"]
+    fig.suptitle(f"Attention speed on {v.get('gpu')}: flashsim's Triton kernel (ours) vs PyTorch SDPA backends "
+                 f"(torch {v.get('torch')}, triton {v.get('triton')}, {v.get('date_utc', '')[:10]})", fontsize=11)
+    fig.tight_layout(rect=(0, 0.07, 1, 0.96))
+    os.makedirs(os.path.dirname(os.path.abspath(figure)), exist_ok=True)
+    fig.savefig(figure, dpi=110)
+    plt.close(fig)
+
+
+def markdown(result: dict, json_name: str) -> str:
+    v = result["versions"]
+    out = [f"# Attention speed on {v.get('gpu')}: ours vs PyTorch SDPA (flash, cuDNN, efficient) and naive", "",
+           f"- date (UTC): {v.get('date_utc')}; GPU: {v.get('gpu')} ({v.get('sms')} SMs); nvidia-smi "
+           f"(driver, SM/mem clocks, max SM clock, power limit): {v.get('driver_clocks')}",
+           f"- python {v.get('python')}, torch {v.get('torch')} (CUDA {v.get('cuda')}, cuDNN {v.get('cudnn')}), "
+           f"triton {v.get('triton')}, numpy {v.get('numpy')}",
+           f"- command: `{v.get('command')}`",
+           f"- full numbers: `{json_name}`; figure: `figures/speed_h200.png`",
+           f"- {result['tflops_convention']}; rows: {len(result['rows'])}"
+           + ("" if result.get("complete") else f" (run cut short: {len(result.get('skipped', []))} rows not run)"),
+           "", "## Summary", "", "```", summary(result), "```", "",
+           "## Table (TFLOP/s; ratios = ours' speed / baseline's speed)", "",
+           "| mode | dtype | d | causal | N | B | H | ours | flash | cuDNN | efficient | naive | ours/flash | "
+           "ours/cuDNN | correct | targets (N >= 2048) |",
+           "|" + "---|" * 16]
+    for r in result["rows"]:
+        t = r.get("tflops", {})
+        tg = "; ".join(f"{b} {v['got']:.2f} vs {v['need']}: "
+                       + ("met" if v["met"] else f"MISS by {100 * (1 - v['got'] / v['need']):.0f}%")
+                       if v["got"] is not None else f"{b}: no number" for b, v in r.get("targets", {}).items())
+        out.append(f"| {r['mode']} | {r['dtype']} | {r['d']} | {r['causal']} | {r['n']} | {r['batch']} | "
+                   f"{r['heads']} | " + " | ".join(fmt(t.get(i)) for i in IMPLS) + " | "
+                   f"{fmt(r['ratio'].get('flash'), '.2f')} | {fmt(r['ratio'].get('cudnn'), '.2f')} | "
+                   f"{'yes' if r['check']['pass'] else 'NO'} | {tg or '-'} |")
+    sweep = result.get("sweep") or []
+    if sweep:
+        out += ["", "## Sweep: our kernels at other block sizes / warps / stages (fp16, N=8192, B=2)", "",
+                "| mode | d | causal | block_m | block_n | num_warps | num_stages | TFLOP/s | error vs SDPA-flash |",
+                "|" + "---|" * 9]
+        out += [f"| {w['mode']} | {w['d']} | {w['causal']} | {w['block_m']} | {w['block_n']} | {w['num_warps']} | "
+                f"{w['num_stages']} | {fmt(w.get('tflops'))} | {fmt(w.get('err_vs_sdpa_flash'), '.1e')} |"
+                for w in sweep]
+    if result.get("notes"):
+        out += ["", "## Notes", ""] + list(result["notes"])
+    errs = [(r, name, e) for r in result["rows"] for name, e in r.get("errors", {}).items()]
+    if errs:
+        out += ["", "## Implementations that did not run", ""]
+        out += [f"- {r['mode']} {r['dtype']} d={r['d']} causal={r['causal']} N={r['n']}: {name}: {e}"
+                for r, name, e in errs]
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(HERE, "benchmarks", "results"), help="folder for the JSON")
+    ap.add_argument("--quick", action="store_true", help="fp16 only, N in {1024, 4096, 16384}")
+    ap.add_argument("--only-dtype", choices=("float16", "bfloat16"))
+    ap.add_argument("--budget-s", type=float, default=1e9, help="start no new row after this many seconds")
+    ap.add_argument("--warmup", type=float, default=10, help="do_bench warm-up, ms")
+    ap.add_argument("--rep", type=float, default=40, help="do_bench repetition time, ms")
+    ap.add_argument("--naive-max-n", type=int, default=4096, help="naive (O(N^2) memory) only up to this N")
+    ap.add_argument("--sweep", action="store_true",
+                    help="after the grid, with the budget left: time our kernels at other blocks/warps/stages")
+    ap.add_argument("--command", help="the command line to record (default: this process's argv)")
+    ap.add_argument("--plot-only", metavar="FILE.json", help="no timing: draw --figure (and --markdown) from FILE")
+    ap.add_argument("--figure", default=os.path.join(HERE, "figures", "speed_h200.png"))
+    ap.add_argument("--markdown", help="with --plot-only: also write this markdown table")
+    args = ap.parse_args(argv)
+    if args.plot_only:
+        with open(args.plot_only) as f:
+            result = json.load(f)
+        for r in result["rows"]:
+            add_verdicts(r)
+        plot(result, args.figure)
+        print(f"wrote {args.figure}")
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(markdown(result, os.path.basename(args.plot_only)))
+            print(f"wrote {args.markdown}")
+        print(table(result["rows"]))
+        print(summary(result))
+        return result
+    return run(args)
+
+
+if __name__ == "__main__":
+    main()
