@@ -95,11 +95,11 @@ def main(argv=None) -> int:
         records.append({"notebook": path.name, "wall_s": round(wall_s, 2), "size": size, "device": device,
                         "method": method, "ok": error is None, "error": error})
         print(f"{path.name:32s} {'ok ' if error is None else 'ERR'} {wall_s:7.1f} s", flush=True)
-    result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "command": " ".join([Path(sys.executable).name, *sys.argv]), "python": platform.python_version(),
-              "results": records}
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=2))
+        if args.out:  # after every notebook, so a run cut short still leaves its records
+            result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                      "command": " ".join([Path(sys.executable).name, *sys.argv]),
+                      "python": platform.python_version(), "results": records}
+            Path(args.out).write_text(json.dumps(result, indent=2))
     print(f"\n{sum(r['ok'] for r in records)}/{len(records)} notebooks ran ({size} size, {device}, {method})")
     return 0 if all(r["ok"] for r in records) else 1
 
