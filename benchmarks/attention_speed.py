@@ -32,11 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import platform
-import shlex
-import subprocess
 import sys
 import time
 import zlib
@@ -250,26 +246,11 @@ def sweep_one(mode, d, causal, bm, bn, warps, stages, n=8192, dtype="float16", t
 
 def versions(command: str | None = None) -> dict:
     import flashsim.kernels  # noqa: F401,I001  (before triton: it decides TRITON_INTERPRET)
-    import numpy
-    import torch
-    import triton
-    info = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
-            "numpy": numpy.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-            "command": command or "python " + " ".join(shlex.quote(a) for a in sys.argv)}
-    if torch.cuda.is_available():
-        p = torch.cuda.get_device_properties(0)
-        info.update(gpu=p.name, sms=p.multi_processor_count, memory_bytes=p.total_memory, cuda=torch.version.cuda,
-                    cudnn=torch.backends.cudnn.version())
-        try:
-            info["driver_clocks"] = subprocess.run(
-                ["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.mem,clocks.max.sm,power.limit",
-                 "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            pass
-    else:
-        from flashsim import kernels
-        info["gpu"] = None
-        info["note"] = "no CUDA GPU: Triton interpreter (%s); timings are meaningless" % kernels.INTERPRETER_REASON
+    from flashsim.provenance import run_info
+    info = run_info(command)
+    if info["gpu"] is None:
+        info["note"] = ("no CUDA GPU: Triton interpreter (%s); timings are meaningless"
+                        % flashsim.kernels.INTERPRETER_REASON)
     return info
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 
@@ -27,18 +26,8 @@ sys.path.insert(0, HERE)
 
 
 def versions() -> dict:
-    import numpy
-    import torch
-    import triton
-    info = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
-            "numpy": numpy.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-            "command": "PYTHONPATH=$PWD python benchmarks/distributed_h200.py --out $OUT"}
-    if torch.cuda.is_available():
-        info.update(gpus=[torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
-                    cuda=torch.version.cuda, nccl=".".join(map(str, torch.cuda.nccl.version())))
-    else:
-        info.update(gpus=[], cpu=platform.processor() or platform.machine(), cores=os.cpu_count())
-    return info
+    from flashsim.provenance import run_info
+    return run_info("PYTHONPATH=$PWD python benchmarks/distributed_h200.py --out $OUT")
 
 
 def main() -> int:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 
@@ -27,16 +26,8 @@ sys.path.insert(0, HERE)
 
 
 def versions() -> dict:
-    import numpy
-    import torch
-    import triton
-    info = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
-            "numpy": numpy.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-            "command": "PYTHONPATH=$PWD python benchmarks/flash_decoding_h200.py --out $OUT"}
-    if torch.cuda.is_available():
-        p = torch.cuda.get_device_properties(0)
-        info.update(gpu=p.name, sms=p.multi_processor_count, cuda=torch.version.cuda)
-    return info
+    from flashsim.provenance import run_info
+    return run_info("PYTHONPATH=$PWD python benchmarks/flash_decoding_h200.py --out $OUT")
 
 
 def main() -> int:

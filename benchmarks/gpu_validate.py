@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -244,26 +243,8 @@ def bench_flash(log):
 
 
 def versions():
-    import numpy
-    import torch
-    import triton
-    info = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
-            "numpy": numpy.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-            "command": "PYTHONPATH=$PWD python benchmarks/gpu_validate.py --out $OUT"}
-    if torch.cuda.is_available():
-        p = torch.cuda.get_device_properties(0)
-        info.update(gpu=p.name, sms=p.multi_processor_count, l2_bytes=getattr(p, "L2_cache_size", None),
-                    memory_bytes=p.total_memory, cuda=torch.version.cuda)
-    try:
-        info["ncu"] = subprocess.run(["ncu", "--version"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        info["ncu"] = None
-    try:
-        info["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.mem",
-                                         "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        pass
-    return info
+    from flashsim.provenance import run_info
+    return run_info("PYTHONPATH=$PWD python benchmarks/gpu_validate.py --out $OUT")
 
 
 def run_gpu(out_dir, skip_correct=False, no_sim=False):

@@ -25,7 +25,6 @@ compares the gathered output with one-device attention in float64.
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
 import tempfile

@@ -20,7 +20,6 @@ a :class:`flashsim.real_gpu.Comparison` (``.table()``, ``.plot()``).
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 

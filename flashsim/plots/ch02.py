@@ -18,7 +18,7 @@ def plot_algorithm0_step(state: dict):
     from matplotlib.colors import ListedColormap
     from matplotlib.figure import Figure
 
-    n, d, b = state["n"], state["d"], state["block"]
+    n, b = state["n"], state["block"]
     t = -(-n // b)
     ev = state["event"]
     cmap = ListedColormap(["#f4f4f4", "#aec7e8", "#fde0bd", "#ff7f0e", "#2ca02c", "#d62728"])

@@ -10,7 +10,6 @@ import numpy as np
 __all__ = ["plot_tile_state", "plot_traffic_vs_block", "plot_loop_order", "plot_flash_vs_naive_error",
            "figure_to_png", "figure_fa1_fig2_middle"]
 
-from ..paper import PAPER_FIG2_MIDDLE_GB  # FA1 Fig. 2 middle: GB per Bc (the paper's bars)
 
 _IN_SRAM = "#2ca02c"
 _IN_HBM = "#d9d9d9"

@@ -303,7 +303,7 @@ class TrafficDashboard:
             return f"{self.algo}, Bc = {self.block_c} on {self.device}: does not fit. {t}"
         paper = ""
         if self.is_paper_setting:
-            from ..plots.ch05 import PAPER_FIG2_MIDDLE_GB
+            from ..paper import PAPER_FIG2_MIDDLE_GB
             if self.block_c in PAPER_FIG2_MIDDLE_GB:
                 paper = f" (paper: {PAPER_FIG2_MIDDLE_GB[self.block_c]:.2f} GB)"
         return (f"{self.algo}, Bc = {self.block_c}: {t.hbm_bytes / 1e9:.3f} GB{paper} = "
@@ -312,7 +312,8 @@ class TrafficDashboard:
                 f"{t.sram_bytes / 1024:.0f} KiB (Br = {t.block_r})")
 
     def figure(self):
-        from ..plots.ch05 import PAPER_FIG2_MIDDLE_GB, plot_traffic_vs_block
+        from ..paper import PAPER_FIG2_MIDDLE_GB
+        from ..plots.ch05 import plot_traffic_vs_block
         sweep = self.sweep()
         return plot_traffic_vs_block(
             list(self.block_cs), [np.nan if isinstance(t, Exception) else t.hbm_bytes / 1e9 for t in sweep.values()],
