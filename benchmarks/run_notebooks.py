@@ -24,6 +24,9 @@ import time
 import traceback
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from flashsim.notebook_exec import run_plain  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -36,29 +39,6 @@ def _device_name() -> str:
     except Exception:  # noqa: BLE001 - report the CPU when torch is missing or broken
         pass
     return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
-
-
-def run_plain(path: Path) -> None:
-    """Execute the code cells of `path` in order in one fresh namespace (no Jupyter needed)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cells = json.loads(path.read_text())["cells"]
-    namespace = {"__name__": "__main__", "display": lambda *objs, **_: print(*objs)}
-    cwd = os.getcwd()
-    os.chdir(path.parent)
-    try:
-        for index, cell in enumerate(cells):
-            if cell["cell_type"] != "code":
-                continue
-            source = "".join(cell["source"])
-            lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
-            exec(compile("\n".join(lines), f"{path.name}[cell {index}]", "exec"), namespace)  # noqa: S102
-            plt.close("all")
-    finally:
-        os.chdir(cwd)
 
 
 def run_kernel(path: Path, timeout_s: int) -> None:
@@ -88,7 +68,7 @@ def main(argv=None) -> int:
         start = time.perf_counter()
         error = None
         try:
-            run_plain(path.resolve()) if args.plain else run_kernel(path.resolve(), args.timeout)
+            run_plain(path) if args.plain else run_kernel(path.resolve(), args.timeout)
         except Exception:  # noqa: BLE001 - record the failure and go on with the next chapter
             error = traceback.format_exc(limit=3)[-1500:]
         wall_s = time.perf_counter() - start
