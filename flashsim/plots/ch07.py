@@ -27,7 +27,8 @@ def plot_backward_costs(rows: dict, title: str = ""):
             ax.text(xi, f + b, f"{f + b:,.1f}", ha="center", va="bottom", fontsize=8)
         ax.set_xticks(x, labels, fontsize=8)
         ax.set_ylabel(unit)
-        ax.legend(fontsize=8)
+        ax.set_ylim(0, 1.3 * max(f + b for f, b in zip(fwd, bwd)))  # room for the legend above the value labels
+        ax.legend(fontsize=8, loc="upper center", ncol=2)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig
@@ -47,9 +48,8 @@ def plot_gradient_check(errors: dict, title: str = "relative error vs float64 au
     for s_i, src in enumerate(sources):
         vals = [max(errors[src][nm], 1e-17) for nm in names]
         ax.bar(np.arange(len(names)) + s_i * w - 0.4 + w / 2, vals, w, label=src)
-    for level, label in ((2.0 ** -24, "fp32 unit roundoff 2⁻²⁴"), (2.0 ** -11, "TF32 unit roundoff 2⁻¹¹")):
-        ax.axhline(level, color="grey", linestyle=":", linewidth=1)
-        ax.text(len(names) - 0.5, level, label, fontsize=7, ha="right", va="bottom", color="grey")
+    for level, label, style in ((2.0 ** -24, "fp32 unit roundoff 2⁻²⁴", ":"), (2.0 ** -11, "TF32 unit roundoff 2⁻¹¹", "--")):
+        ax.axhline(level, color="grey", linestyle=style, linewidth=1, label=label)  # in the legend: no text on bars
     ax.set_yscale("log")
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_ylabel("relative error")
