@@ -34,11 +34,13 @@ def plot_roofline(devices=("h200", "h100", "a100", "rtx4090", "t4"), dtype: str 
     if highlight is not None:
         hw = get_device(highlight)
         peak, bw = peak_flops(hw, dtype), hw.hbm_bandwidth_bytes_per_s
-        for label, inten in points or []:
+        for j, (label, inten) in enumerate(points or []):
             y = min(peak, inten * bw)
             ax.plot([inten], [y], "o", color="k", ms=7)
-            ax.annotate(f"{label}\n{inten:.0f} FLOP/B", (inten, y), textcoords="offset points", xytext=(6, -24),
-                        fontsize=8)
+            # alternate below-right / above-left of the roof so that two nearby points' labels do not overlap
+            below = j % 2 == 0
+            ax.annotate(f"{label}\n{inten:.0f} FLOP/B", (inten, y), textcoords="offset points",
+                        xytext=(8, -26) if below else (-8, 8), ha="left" if below else "right", fontsize=8)
         if intensity is not None:
             ax.axvline(intensity, color="k", ls=":", lw=1)
             y = min(peak, intensity * bw)
