@@ -80,6 +80,7 @@ def plot_tile_masks(masks: dict, block_r: int, block_c: int):
     Introduced in chapter 08.
     """
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
     fig = Figure(figsize=(2.6 * len(masks), 2.8))
     for k, ((i, j), mask) in enumerate(masks.items()):
         ax = fig.add_subplot(1, len(masks), k + 1)
@@ -91,6 +92,9 @@ def plot_tile_masks(masks: dict, block_r: int, block_c: int):
         ax.set_xlabel("key column c", fontsize=8)
         ax.set_ylabel("query row r", fontsize=8)
         ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.suptitle("dark = key visible (c ≤ r), light = masked to −∞", fontsize=9)
     fig.tight_layout()
     return fig
 
