@@ -31,10 +31,10 @@ def plot_algorithm0_step(state: dict):
         square = name in squares
         grid = np.zeros((t, t if square else 1))
         for tensor, tile in state.get("read", ()):
-            if tensor == name and len(tile) == grid.ndim and tile[0] < t:
+            if tensor == name and len(tile) == (2 if square else 1) and tile[0] < t:
                 grid[tile[0], tile[1] if square else 0] = 2
         for tensor, tile in state["written"]:
-            if tensor == name and len(tile) == grid.ndim and tile[0] < t:
+            if tensor == name and len(tile) == (2 if square else 1) and tile[0] < t:
                 grid[tile[0], tile[1] if square else 0] = 1
         if ev.tensor == name and ev.tile:
             i = ev.tile[0]
