@@ -35,7 +35,7 @@ def check_flash2_bytes(fn):
             hint = ("ragged N: T_r = ceil(N / B_r), the last row block is short but still reads all of K and V"
                     if n % br else "Q once, K and V once per row block, O once, and N logsumexp values (4 bytes)")
             return finish(name, False, f"got {got:,} B, the simulator counts {t.hbm_bytes:,} B at N={n}, d={d}, "
-                          f"B_r={br}, {dtype}: {hint}", rw_table(t.as_dict()))
+                          f"B_r={br}, {dtype}: {hint}. The simulator's bytes per tensor:", rw_table(t.as_dict()))
     return finish(name, True, "FA2's bytes match the simulator: K and V are re-read ⌈N/B_r⌉ times, so the bytes "
                   "fall as 1/B_r, and B_r is bounded by what fits in SRAM: Θ(N²d²/M)", rw_table(last.as_dict()))
 

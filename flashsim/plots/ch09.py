@@ -39,6 +39,7 @@ def plot_comparisons_side_by_side(comparisons: dict):
 def plot_theta_sweep(sweep: dict):
     """Left: flash HBM bytes vs SRAM size M (log-log) per N, with N²d²/M scaled to each first point. Right: the
     ratio bytes / (N²d²/M), flat where Θ(N²d²/M) holds."""
+    from matplotlib.ticker import NullLocator
     fig = _figure((9.0, 3.5))
     ax1, ax2 = fig.subplots(1, 2)
     m = np.asarray(sweep["sram_bytes"], float)
@@ -54,6 +55,9 @@ def plot_theta_sweep(sweep: dict):
     ax1.set_title(f"{sweep['algo']}, d={sweep['d']}: dotted ∝ 1/M, dashed: naive", fontsize=9)
     ax1.legend(fontsize=7)
     ax2.set_xlabel("SRAM M (KiB)")
+    for ax in (ax1, ax2):  # tick at the swept sizes, not at powers of ten
+        ax.set_xticks(list(m / 1024), [f"{k:g}" for k in m / 1024], fontsize=8)
+        ax.xaxis.set_minor_locator(NullLocator())
     ax2.set_ylabel("bytes / (N²d²/M)")
     ax2.set_ylim(bottom=0)
     ax2.set_title("flat ⇒ Θ(N²d²/M)", fontsize=9)
@@ -132,7 +136,7 @@ def plot_l2_rows(data: dict):
     if measured:
         ax.bar(x + 0.5 * w, [r["requested_measured"] or 0 for r in rows], w, label="requested, ncu", color="#9467bd")
         ax.bar(x + 1.5 * w, [r["dram_measured"] or 0 for r in rows], w, label="DRAM, ncu", color="#d62728")
-    ax.set_xticks(x, [r["label"].replace(" N=", "\nN=") for r in rows], fontsize=7)
+    ax.set_xticks(x, [r["label"].replace(" N=", "\nN=").replace(" d=", "\nd=") for r in rows], fontsize=7)
     ax.set_yscale("log")
     ax.set_ylabel("bytes")
     ax.set_title(data["source"], fontsize=8)
@@ -144,6 +148,7 @@ def plot_l2_rows(data: dict):
 def plot_block_sweep(sweep: dict):
     """Measured vs simulated K+V... bytes of the flash kernel against BLOCK_M ({block_m: Comparison}), with the
     1/BLOCK_M law through the first point."""
+    from matplotlib.ticker import NullLocator
     fig = _figure((6.0, 3.4))
     ax = fig.add_subplot()
     bms = np.asarray(list(sweep), float)
@@ -153,6 +158,8 @@ def plot_block_sweep(sweep: dict):
     ax.loglog(bms, meas, "x", ms=10, color="#d62728", label=f"measured loads ({next(iter(sweep.values())).backend})")
     ax.loglog(bms, sim[0] * bms[0] / bms, ":", color="k", label="∝ 1 / BLOCK_M")
     ax.set_xlabel("BLOCK_M (rows of Q per program)")
+    ax.set_xticks(list(bms), [str(int(b)) for b in bms])
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_ylabel("bytes loaded")
     c0 = next(iter(sweep.values()))
     ax.set_title(f"flash_fwd, N={c0.config['n']}, d={c0.config['d']}", fontsize=9)
