@@ -1,9 +1,9 @@
 """Chapter 10 exercises: the CPU view. Each ``check_...(fn)`` prints a verdict and a table and returns a
 :class:`~flashsim.exercises.ch05.Verdict`. Solutions: :mod:`flashsim.solutions.ch10`.
 
-* :func:`check_step_working_set` (10.1): the bytes one step of the CPU kernel touches, which must explain the
+* :func:`check_step_working_set` (10.2): the bytes one step of the CPU kernel touches, which must explain the
   blocks :func:`flashsim.cpu.default_blocks` picks for each cache size;
-* :func:`check_blocked_attention_numpy` (10.2): a blocked FlashAttention forward in numpy, graded on its output
+* :func:`check_blocked_attention_numpy` (10.1): a blocked FlashAttention forward in numpy, graded on its output
   against float64 and on its peak memory, measured with :func:`flashsim.peak_memory.peak_memory_cpu`.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ __all__ = ["check_step_working_set", "check_blocked_attention_numpy"]
 
 
 def check_step_working_set(fn):
-    """Exercise 10.1: ``fn(block_r, block_c, d) -> bytes`` (float32) one inner-loop step touches.
+    """Exercise 10.2: ``fn(block_r, block_c, d) -> bytes`` (float32) one inner-loop step touches.
 
     The checker asks :func:`flashsim.cpu.default_blocks` for the blocks it picks on caches of 256 KiB ... 2 MiB and
     several d; your working set must fit in half the cache at the chosen blocks, and must not fit with one more
@@ -54,7 +54,7 @@ def check_step_working_set(fn):
 
 
 def check_blocked_attention_numpy(fn, n: int = 2048, d: int = 64, block: int = 64):
-    """Exercise 10.2: ``fn(q, k, v, block) -> O`` in numpy (float32 in, (N, d) out), blocked over Q and K/V.
+    """Exercise 10.1: ``fn(q, k, v, block) -> O`` in numpy (float32 in, (N, d) out), blocked over Q and K/V.
 
     Graded on the error against float64 attention (at most 1e-4) and on the peak memory it allocates while it runs
     (tracemalloc), which must stay under 3 × the output's size: no (N × N) scores, and no (block × N) row of them.

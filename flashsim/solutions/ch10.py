@@ -9,7 +9,7 @@ __all__ = ["step_working_set_bytes", "blocked_attention_numpy"]
 
 
 def step_working_set_bytes(block_r: int, block_c: int, d: int) -> int:
-    """Exercise 10.1: float32 bytes one inner-loop step touches: Q block + accumulator, K and V blocks, S tile.
+    """Exercise 10.2: float32 bytes one inner-loop step touches: Q block + accumulator, K and V blocks, S tile.
 
     d is padded to a multiple of 16 (one AVX-512 vector of float32), as :mod:`flashsim.cpu` stores it.
     """
@@ -18,7 +18,7 @@ def step_working_set_bytes(block_r: int, block_c: int, d: int) -> int:
 
 
 def blocked_attention_numpy(q, k, v, block: int = 64):
-    """Exercise 10.2: FlashAttention forward in numpy, float32, blocks over Q and over K/V, online softmax.
+    """Exercise 10.1: FlashAttention forward in numpy, float32, blocks over Q and over K/V, online softmax.
 
     Extra memory: one (block x block) score tile, one accumulator and two row vectors, plus the output.
     """
