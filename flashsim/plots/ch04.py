@@ -61,7 +61,7 @@ def plot_fp16_overflow(row=None, dtype: str = "fp16"):
     ax.semilogy(xs[fin], stored[fin], color="#1f77b4", label=f"e^x stored in {dtype}")
     lim = math.log(65504.0)
     ax.axvline(lim, color="#d62728", ls="--", lw=1)
-    ax.text(lim + 0.2, 1.5, f"x = ln 65504 ≈ {lim:.2f}: e^x = inf beyond", color="#d62728", fontsize=8)
+    ax.text(lim + 0.2, 1e7, f"x = ln 65504 ≈ {lim:.2f}: e^x = inf beyond", color="#d62728", fontsize=8)
     if row is not None:
         r = np.asarray(row, dtype=np.float64)
         with np.errstate(over="ignore"):
