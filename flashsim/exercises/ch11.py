@@ -2,9 +2,9 @@
 :class:`~flashsim.exercises.ch05.Verdict` (truthy when right). Solutions: :mod:`flashsim.solutions.ch11`.
 
 * :func:`check_fair_reference` (11.1): write the reference a causal fp16 flash kernel must be compared with;
-* :func:`check_merge_partials` (11.2): merge two partial (m, ℓ, o) results, the bookkeeping that split-KV
+* :func:`check_merge_partials` (11.3): merge two partial (m, ℓ, o) results, the bookkeeping that split-KV
   (flash-decoding) kernels get wrong;
-* :func:`check_flash_flops` (11.3): FLOPs over the tiles computed, causal or not: still Θ(N²).
+* :func:`check_flash_flops` (11.2): FLOPs over the tiles computed, causal or not: still Θ(N²).
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def check_fair_reference(fn):
             hint = ("the error is large in the first rows and ~0 in the last: your reference has no causal mask"
                     if last < 0.1 * first else "is it softmax(q kᵀ / √d) v? the kernel scales by 1/√d")
             return finish(name, False, f"max |flash − reference| = {err:.3g} > {allowed:.2g} at N={n}, d={d}: {hint}",
-                          rw_table(sim.counters), max_error=err)
+                          max_error=err)
     return finish(name, True, f"flash and your reference differ by rounding only (max {worst:.2e}); the read/write "
                   "table is the flash run's", rw_table(sim.counters), max_error=worst)
 
@@ -67,7 +67,7 @@ def _partial(scores, values):
 
 
 def check_merge_partials(fn):
-    """Exercise 11.2: ``fn(a, b) -> (m, l, o)`` merges two partial results of the same rows over disjoint keys.
+    """Exercise 11.3: ``fn(a, b) -> (m, l, o)`` merges two partial results of the same rows over disjoint keys.
 
     Each part is (m, l, o): m (R,) its row max, l (R,) = Σ e^(s − m), o (R, d) its *normalised* output Σ e^(s−m) v / l.
     The checker splits rows of scores into 2–4 parts whose maxima differ, merges them in several orders, and
@@ -112,7 +112,7 @@ def check_merge_partials(fn):
 
 
 def check_flash_flops(fn):
-    """Exercise 11.3: ``fn(n, d, block_r, block_c, causal) -> int``, matmul FLOPs of the flash forward.
+    """Exercise 11.2: ``fn(n, d, block_r, block_c, causal) -> int``, matmul FLOPs of the flash forward.
 
     Compared with ``flashsim.traffic("flash2", ...).flops``: 4·r·c·d per computed tile (S = QKᵀ and PV), causal
     tiles entirely above the diagonal skipped, diagonal tiles computed in full.
@@ -132,6 +132,6 @@ def check_flash_flops(fn):
                     "so the count is a bit more than half of 4·N²·d" if causal else
                     "4·r·c·d per tile: 2 FLOPs per multiply-add, for S = QKᵀ and for PV")
             return finish(name, False, f"got {got:,}, the simulator counts {t.flops:,} ({ratio:.3f}×) at N={n}, "
-                          f"d={d}, Br={br}, Bc={bc}, causal={causal}: {hint}", rw_table(t.as_dict()))
+                          f"d={d}, Br={br}, Bc={bc}, causal={causal}: {hint}")
     return finish(name, True, "FLOPs match the simulator; causal or not, they grow as N²: FlashAttention saves "
                   "bytes, not arithmetic", rw_table(t.as_dict()))

@@ -18,7 +18,7 @@ def fair_reference(q, k, v):
 
 
 def merge_partials(a, b):
-    """Exercise 11.2: (m, l, o) ⊕ (m, l, o) for normalised partial outputs o = Σ e^(s−m) v / l (arrays per row)."""
+    """Exercise 11.3: (m, l, o) ⊕ (m, l, o) for normalised partial outputs o = Σ e^(s−m) v / l (arrays per row)."""
     m_a, l_a, o_a = a
     m_b, l_b, o_b = b
     m = np.maximum(m_a, m_b)
@@ -30,7 +30,7 @@ def merge_partials(a, b):
 
 
 def flash_forward_flops(n: int, d: int, block_r: int, block_c: int, causal: bool) -> int:
-    """Exercise 11.3: matmul FLOPs of the flash forward over the tiles it computes (4·r·c·d per tile)."""
+    """Exercise 11.2: matmul FLOPs of the flash forward over the tiles it computes (4·r·c·d per tile)."""
     flops = 0
     for i0 in range(0, n, block_r):
         r = min(block_r, n - i0)
