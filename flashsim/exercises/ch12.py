@@ -281,7 +281,7 @@ def check_kernel_kv_bytes(fn):
         except Exception as exc:  # noqa: BLE001 - a learner's bug is reported, not raised
             return finish(name, False, f"raised {type(exc).__name__}: {exc} (n={n}, d={d}, BLOCK_M={bm}, "
                           f"BLOCK_N={bn}, causal={causal})")
-        rows.append((f"N={n},{'c' if causal else 'nc'}", got, 0, want, 0))
+        rows.append((f"N={n} {bm}×{bn}{' causal' if causal else ''}", got, 0, want, 0))
         if got != want:
             if causal:
                 hint = "causal: program i stops at min((i+1)*BLOCK_M, N), rounded up to whole BLOCK_N tiles"
