@@ -136,6 +136,7 @@ def plot_ring_bytes(sent: list, simulated: list, title: str = "bytes sent per de
     ax.set_xticklabels([f"rank {r} → {(r + 1) % len(sent)}" for r in x])
     ax.set_ylabel("bytes")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_ylim(0, 1.3 * max(max(sent, default=0), max(simulated, default=0), 1))  # room for the legend
+    ax.legend(fontsize=8, loc="upper center", ncol=2)
     fig.tight_layout()
     return fig

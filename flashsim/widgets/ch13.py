@@ -46,7 +46,7 @@ class RingStepper:
         s = self.result.steps[self.step]
         steps = [dict(held=x.held, work=x.work) for x in self.result.steps[:self.step + 1]]
         sending = [r for r in range(self.world) if s.sends[r]]
-        title = (f"step {s.t} of {self.n_steps - 1} ({'causal' if self.causal else 'non-causal'}): "
+        title = (f"step {s.t} of 0–{self.n_steps - 1} ({'causal' if self.causal else 'non-causal'}): "
                  + (f"GPUs {sending} send" if sending else "no sends (last step)"))
         self.state = {"world": self.world, "step": dict(t=s.t, held=s.held, work=s.work, sends=s.sends,
                                                          link_bytes=s.link_bytes),
