@@ -19,13 +19,11 @@ def plot_peak_memory(measured: dict, title: str = ""):
     ns = np.asarray(measured["ns"], float)
     for key, color, label in (("naive", "#d62728", "naive (S materialized)"), ("flash", "#1f77b4", "flash")):
         y = np.asarray(measured[key], float)
-        ax.plot(ns, y / 1e6, "o-", color=color, label=f"{label}: measured")
+        # the fitted log-log slope goes in the legend (an annotation at the last point ran off the axes)
+        slope = f" (slope {np.polyfit(np.log(ns), np.log(np.maximum(y, 1)), 1)[0]:.2f})" if len(ns) > 1 else ""
+        ax.plot(ns, y / 1e6, "o-", color=color, label=f"{label}: measured{slope}")
         ax.plot(ns, np.asarray(measured[key + "_model"], float) / 1e6, "--", color=color, alpha=0.6,
                 label=f"{label}: model")
-        if len(ns) > 1:
-            slope = np.polyfit(np.log(ns), np.log(np.maximum(y, 1)), 1)[0]
-            ax.annotate(f"slope {slope:.2f}", (ns[-1], y[-1] / 1e6), textcoords="offset points", xytext=(-60, 8),
-                        fontsize=8, color=color)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length N")

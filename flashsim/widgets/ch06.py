@@ -131,7 +131,7 @@ class ContextMemoryDashboard:
         return self.max_n
 
     def readout(self) -> str:
-        return (f"{self.device} ({self.capacity_bytes / GB:.0f} GB), {self.batch_heads} heads × batch, d={self.d}, "
+        return (f"{self.device} ({self.capacity_bytes / GB:.0f} GB), heads × batch = {self.batch_heads}, d={self.d}, "
                 f"{8 * self.elem_bytes}-bit: standard attention fits N ≤ {self.max_n['naive']:,}; "
                 f"FlashAttention N ≤ {self.max_n['flash']:,} "
                 f"({self.max_n['flash'] / max(self.max_n['naive'], 1):,.0f}× longer)")
@@ -142,7 +142,7 @@ class ContextMemoryDashboard:
         curves = {a: [attention_memory_bytes(a, int(n), self.d, self.batch_heads, self.elem_bytes) for n in ns]
                   for a in ("naive", "flash")}
         return plot_context_memory(ns, curves, self.capacity_bytes, self.max_n,
-                                   title=f"one attention layer on {self.device}: {self.batch_heads} heads×batch, "
+                                   title=f"one attention layer on {self.device}: heads×batch = {self.batch_heads}, "
                                          f"d={self.d}")
 
     @widget_or_figure
