@@ -100,12 +100,12 @@ class OnlineSoftmaxStepper:
         row = W.Dropdown(options=list(ROWS), value=self.row, description="row", layout=W.Layout(width="380px"))
         blk = W.IntSlider(value=self.block, min=1, max=8, description="block")
         res = W.Checkbox(value=self.rescale, description="rescale old l")
-        box, _, slider = play_controls(self.n_steps, lambda i: redraw(step=i), description="block #",
+        box, play, slider = play_controls(self.n_steps, lambda i: redraw(step=i), description="block #",
                                        interval_ms=900, value=self.step)
 
         def redraw(**kw):
             self.update(**kw)
-            slider.max = self.n_steps - 1
+            slider.max = play.max = self.n_steps - 1   # a new row or block size changes the number of blocks
             text.value = self.readout()
             set_png(img, self.figure())
 
