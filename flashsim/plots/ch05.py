@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._common import new_figure
+
 __all__ = ["plot_tile_state", "plot_traffic_vs_block", "plot_loop_order", "plot_flash_vs_naive_error",
            "figure_to_png", "figure_fa1_fig2_middle"]
 
@@ -14,11 +16,6 @@ __all__ = ["plot_tile_state", "plot_traffic_vs_block", "plot_loop_order", "plot_
 _IN_SRAM = "#2ca02c"
 _IN_HBM = "#d9d9d9"
 _CURRENT = "#d62728"
-
-
-def _figure(figsize):
-    from matplotlib.figure import Figure
-    return Figure(figsize=figsize)
 
 
 def figure_to_png(fig, dpi: int = 80) -> bytes:
@@ -40,7 +37,7 @@ def plot_tile_state(state: dict):
     Introduced in chapter 05.
     """
     rows = state.get("rows", {})
-    fig = _figure((11, 2.6 + 1.25 * len(rows)))
+    fig = new_figure((11, 2.6 + 1.25 * len(rows)))
     gs = fig.add_gridspec(1 + len(rows), 1, height_ratios=[2.2] + [1] * len(rows))
     ax = fig.add_subplot(gs[0])
     tensors = list(state["blocks"])
@@ -87,7 +84,7 @@ def plot_traffic_vs_block(block_cs, simulated_gb, *, current=None, paper: dict |
 
     Introduced in chapter 05.
     """
-    fig = _figure((6.4, 3.6))
+    fig = new_figure((6.4, 3.6))
     ax = fig.add_subplot()
     x = np.arange(len(block_cs))
     w = 0.4 if paper else 0.7
@@ -121,7 +118,7 @@ def plot_loop_order(tr: int, tc: int, bytes_by_tensor: dict | None = None):
     Introduced in chapter 05.
     """
     ncols = 3 if bytes_by_tensor else 2
-    fig = _figure((4 * ncols, 3.6))
+    fig = new_figure((4 * ncols, 3.6))
     for k, (algo, outer) in enumerate((("FA1: outer loop over K/V blocks j", "j"),
                                        ("FA2: outer loop over Q blocks i", "i"))):
         ax = fig.add_subplot(1, ncols, k + 1)
@@ -169,7 +166,7 @@ def plot_flash_vs_naive_error(errors: dict, title: str = ""):
 
     Introduced in chapter 05.
     """
-    fig = _figure((6.4, 3.4))
+    fig = new_figure((6.4, 3.4))
     ax = fig.add_subplot()
     finite = [np.abs(np.asarray(v, float)).ravel() for v in errors.values()]
     lo = max(min((v[v > 0].min() for v in finite if (v > 0).any()), default=1e-12), 1e-12)

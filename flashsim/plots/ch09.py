@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._common import new_figure
+
 __all__ = ["plot_comparisons_side_by_side", "plot_theta_sweep", "plot_roofline_points", "plot_fig2_left",
            "plot_l2_rows", "plot_block_sweep", "figure_fa1_fig2_left", "figure_theta_sweep"]
 
 
-def _figure(figsize):
-    from matplotlib.figure import Figure
-    return Figure(figsize=figsize)
-
-
 def plot_comparisons_side_by_side(comparisons: dict):
     """One panel per {label: flashsim.real_gpu.Comparison}: measured next to simulated bytes (log scale)."""
-    fig = _figure((4.2 * len(comparisons), 3.4))
+    fig = new_figure((4.2 * len(comparisons), 3.4))
     axes = np.atleast_1d(fig.subplots(1, len(comparisons), sharey=True))
     for ax, (label, c) in zip(axes, comparisons.items()):
         rows = c.rows()
@@ -40,7 +37,7 @@ def plot_theta_sweep(sweep: dict):
     """Left: flash HBM bytes vs SRAM size M (log-log) per N, with N²d²/M scaled to each first point. Right: the
     ratio bytes / (N²d²/M), flat where Θ(N²d²/M) holds."""
     from matplotlib.ticker import NullLocator
-    fig = _figure((9.0, 3.5))
+    fig = new_figure((9.0, 3.5))
     ax1, ax2 = fig.subplots(1, 2)
     m = np.asarray(sweep["sram_bytes"], float)
     for n in sweep["ns"]:
@@ -75,7 +72,7 @@ def plot_roofline_points(points: dict, device: str = "h200", dram=None, title: s
     hw = get_device(device)
     peak = peak_flops(hw, "fp16")
     bw = hw.hbm_bandwidth_bytes_per_s
-    fig = _figure((6.8, 3.8))
+    fig = new_figure((6.8, 3.8))
     ax = fig.add_subplot()
     xs = np.logspace(-1, 4, 200)
     ax.loglog(xs, np.minimum(peak, xs * bw), "k-", lw=1.5, label=f"{hw.name} roofline")
@@ -98,7 +95,7 @@ def plot_roofline_points(points: dict, device: str = "h200", dram=None, title: s
 def plot_fig2_left(left: dict):
     """FA1 Fig. 2 left, reproduced: HBM GB and runtime of standard attention and FlashAttention, simulated next to
     the paper (``flashsim.paper.fig2_left()``)."""
-    fig = _figure((8.4, 3.4))
+    fig = new_figure((8.4, 3.4))
     ax1, ax2 = fig.subplots(1, 2)
     std, fl = left["standard"], left["flashattention"]
     labels = ["standard", "FlashAttention"]
@@ -124,7 +121,7 @@ def plot_l2_rows(data: dict):
     """Requested vs DRAM bytes per configuration (log scale): simulated requested, L2-model DRAM, and the ncu
     measurements when ``data`` has them (:func:`flashsim.widgets.l2_rows`)."""
     rows = data["rows"]
-    fig = _figure((8.0, 3.6))
+    fig = new_figure((8.0, 3.6))
     ax = fig.add_subplot()
     x = np.arange(len(rows))
     measured = any(r["dram_measured"] is not None for r in rows)
@@ -149,7 +146,7 @@ def plot_block_sweep(sweep: dict):
     """Measured vs simulated K+V... bytes of the flash kernel against BLOCK_M ({block_m: Comparison}), with the
     1/BLOCK_M law through the first point."""
     from matplotlib.ticker import NullLocator
-    fig = _figure((6.0, 3.4))
+    fig = new_figure((6.0, 3.4))
     ax = fig.add_subplot()
     bms = np.asarray(list(sweep), float)
     meas = [c.measured_load_bytes or 0 for c in sweep.values()]

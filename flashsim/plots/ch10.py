@@ -3,19 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._common import new_figure
+
 __all__ = ["plot_hierarchy_cpu_gpu", "plot_cpu_time_memory", "plot_block_vs_cache"]
-
-
-def _figure(figsize):
-    from matplotlib.figure import Figure
-    return Figure(figsize=figsize)
 
 
 def plot_hierarchy_cpu_gpu(caches: dict, gpu: str = "h200"):
     """Sizes of the fast tiers, log scale: the CPU's L1d / L2 / L3 next to a GPU's SRAM per SM and L2."""
     from ..hardware import get_device
     hw = get_device(gpu)
-    fig = _figure((7.0, 3.0))
+    fig = new_figure((7.0, 3.0))
     ax = fig.add_subplot()
     labels = ["L1d", "L2 (per core)\n= 'SRAM'", "L3 (shared)\n= 'L2'"]
     cpu = [caches.get("L1d") or 0, caches.get("L2") or 0, caches.get("L3") or 0]
@@ -35,7 +32,7 @@ def plot_hierarchy_cpu_gpu(caches: dict, gpu: str = "h200"):
 def plot_cpu_time_memory(m: dict):
     """Measured time and peak memory of flash (numba) and naive (numpy) against N, with the predicted memory."""
     from matplotlib.ticker import NullLocator
-    fig = _figure((8.6, 3.4))
+    fig = new_figure((8.6, 3.4))
     ax1, ax2 = fig.subplots(1, 2)
     n = np.asarray(m["n"], float)
     ax1.loglog(n, m["naive_s"], "o-", color="#7f7f7f", label="naive numpy")
@@ -62,7 +59,7 @@ def plot_cpu_time_memory(m: dict):
 def plot_block_vs_cache(sweep: dict, caches: dict, current: dict | None = None, title: str = ""):
     """Measured time against block_c, and the step's working set against the cache sizes (twin axis)."""
     import textwrap
-    fig = _figure((7.2, 3.6))
+    fig = new_figure((7.2, 3.6))
     ax = fig.add_subplot()
     bc = np.asarray(sweep["block_c"])
     ax.plot(bc, np.asarray(sweep["time_s"]) * 1e3, "o-", color="#1f77b4", label="time (ms, best of 5)")

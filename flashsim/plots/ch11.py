@@ -3,18 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._common import new_figure
+
 __all__ = ["plot_speedup_vs_n", "plot_mismatch_rows", "plot_flops_vs_n", "plot_rescale_drift",
            "figure_short_sequence_speedup"]
 
 
-def _figure(figsize):
-    from matplotlib.figure import Figure
-    return Figure(figsize=figsize)
-
-
 def plot_speedup_vs_n(sweep: dict, current: dict | None = None, title: str = ""):
     """Predicted speedup of flash2 over naive against N: the attention core, and the whole layer (Amdahl)."""
-    fig = _figure((6.8, 3.4))
+    fig = new_figure((6.8, 3.4))
     ax = fig.add_subplot()
     ax.plot(sweep["n"], sweep["core_speedup"], "--o", color="#7f7f7f", label="attention core")
     ax.plot(sweep["n"], sweep["layer_speedup"], "-o", color="#1f77b4", label="whole layer (+ projections, MLP)")
@@ -35,7 +32,7 @@ def plot_speedup_vs_n(sweep: dict, current: dict | None = None, title: str = "")
 
 def plot_mismatch_rows(result: dict):
     """Max |flash − reference| per query row (log scale), with the plain-implementation rounding level."""
-    fig = _figure((6.8, 3.2))
+    fig = new_figure((6.8, 3.2))
     ax = fig.add_subplot()
     row = np.maximum(np.asarray(result["row_error"]), 1e-12)
     ax.semilogy(np.arange(row.size), row, color="#d62728", lw=1.2, label="max |flash − reference| in the row")
@@ -54,7 +51,7 @@ def plot_mismatch_rows(result: dict):
 def plot_flops_vs_n(sweep: dict):
     """FLOPs and HBM bytes of naive and flash2 against N (log-log): FLOPs are the same N² for both."""
     from matplotlib.ticker import NullLocator
-    fig = _figure((7.6, 3.2))
+    fig = new_figure((7.6, 3.2))
     ax1, ax2 = fig.subplots(1, 2)
     n = np.asarray(sweep["n"], float)
     ax1.loglog(n, sweep["naive"], "o-", label="naive", color="#7f7f7f")
@@ -80,7 +77,7 @@ def plot_flops_vs_n(sweep: dict):
 def plot_rescale_drift(drift: dict):
     """Error of one row's online attention after each block, with and without the rescale; blocks that raise the
     running max are marked."""
-    fig = _figure((6.8, 3.3))
+    fig = new_figure((6.8, 3.3))
     ax = fig.add_subplot()
     b = np.asarray(drift["blocks"])
     ok = np.maximum(np.asarray(drift["err_ok"]), 1e-17)

@@ -4,12 +4,9 @@ Every function returns a matplotlib Figure (Agg-safe: no pyplot).
 """
 from __future__ import annotations
 
+from ._common import new_figure
+
 __all__ = ["plot_kernel_io_by_tensor", "plot_speed_vs_sdpa"]
-
-
-def _figure(figsize):
-    from matplotlib.figure import Figure
-    return Figure(figsize=figsize)
 
 
 def plot_kernel_io_by_tensor(simulated: dict, measured: dict | None = None, title: str = ""):
@@ -17,7 +14,7 @@ def plot_kernel_io_by_tensor(simulated: dict, measured: dict | None = None, titl
 
     simulated / measured: {"loads": {tensor: bytes}, "stores": {tensor: bytes}} (one launch).
     """
-    fig = _figure((6.4, 3.2))
+    fig = new_figure((6.4, 3.2))
     ax = fig.add_subplot()
     names = [("load", t) for t in sorted(simulated["loads"])] + [("store", t) for t in sorted(simulated["stores"])]
     xs = list(range(len(names)))
@@ -38,7 +35,7 @@ def plot_kernel_io_by_tensor(simulated: dict, measured: dict | None = None, titl
 def plot_speed_vs_sdpa(speed: dict | None):
     """Median ms and TFLOP/s of the learner's kernel, flashsim.kernels.flash_forward and torch SDPA (a GPU run of
     :func:`flashsim.exercises.sdpa_speed`); without a GPU (speed None) a panel that says so."""
-    fig = _figure((6.4, 3.0))
+    fig = new_figure((6.4, 3.0))
     if not speed:
         ax = fig.add_subplot()
         ax.axis("off")

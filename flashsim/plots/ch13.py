@@ -7,14 +7,11 @@ import math
 
 import numpy as np
 
+from ._common import new_figure
+
 __all__ = ["plot_ring_step", "plot_overlap", "plot_decoding_splits", "plot_ring_bytes"]
 
 _FULL, _DIAG, _SKIP, _TODO, _SEND = "#2ca02c", "#bcbd22", "#c7c7c7", "#ffffff", "#d62728"
-
-
-def _figure(figsize):
-    from matplotlib.figure import Figure
-    return Figure(figsize=figsize)
 
 
 def _mib(x: float) -> str:
@@ -27,7 +24,7 @@ def plot_ring_step(state: dict):
     computed; and the bytes each device has sent so far."""
     from matplotlib.patches import FancyArrowPatch
     P, step = state["world"], state["step"]
-    fig = _figure((11, 3.9))
+    fig = new_figure((11, 3.9))
     ax, grid_ax, bar_ax = fig.add_axes([0.0, 0.02, 0.36, 0.82]), fig.add_axes([0.42, 0.14, 0.24, 0.66]), \
         fig.add_axes([0.74, 0.14, 0.24, 0.66])
     ang = [math.pi / 2 - 2 * math.pi * r / P for r in range(P)]
@@ -77,7 +74,7 @@ def plot_overlap(device="h200", links=("nvlink4", "pcie5", "infiniband_ndr"), d:
     transfer 2·H·n·d·b/W of each link (one line each). Where they cross, n = b·F/(2W), the transfer can hide."""
     from ..multi_device import get_link, overlap_threshold, ring_step_times
     blocks = np.unique(np.logspace(6, 17, 45, base=2).astype(int)) if blocks is None else np.asarray(blocks)
-    fig = _figure((7.5, 4.2))
+    fig = new_figure((7.5, 4.2))
     ax = fig.add_subplot(1, 1, 1)
     comp = [ring_step_times(n, d, heads, 1, dtype, device, links[0])[0] for n in blocks]
     ax.loglog(blocks, comp, color="black", lw=2.2, label=f"compute on {device} (4·H·n²·d / F)")
@@ -104,7 +101,7 @@ def plot_decoding_splits(n: int = 65536, d: int = 128, heads: int = 16, splits=(
     """Flash-decoding's modelled time vs number of splits (batch 1, one query row), with H200 measurements
     ({splits: seconds}) where given."""
     from ..multi_device import flash_decoding
-    fig = _figure((7.5, 4.0))
+    fig = new_figure((7.5, 4.0))
     ax = fig.add_subplot(1, 1, 1)
     res = [flash_decoding(n, d, heads, splits=s, device=device) for s in splits]
     ax.loglog(splits, [r.time_s * 1e6 for r in res], "o-", color="#1f77b4", label="simulator (SM-share model)")
@@ -127,7 +124,7 @@ def plot_decoding_splits(n: int = 65536, d: int = 128, heads: int = 16, splits=(
 
 def plot_ring_bytes(sent: list, simulated: list, title: str = "bytes sent per device"):
     """Bars: bytes each device sent, measured (torch.distributed) next to the simulator's link bytes."""
-    fig = _figure((6, 3.4))
+    fig = new_figure((6, 3.4))
     ax = fig.add_subplot(1, 1, 1)
     x = np.arange(len(sent))
     ax.bar(x - 0.2, simulated, 0.4, label="simulated link bytes", color="#1f77b4")
