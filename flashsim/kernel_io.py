@@ -9,7 +9,12 @@ reach DRAM.
 Kernels and their shapes (``kernel`` names, as the CLI spells them):
 
 * ``flash_fwd``: Q, K, V (batch, heads, n, d) -> O, LSE. One launch.
-* ``flash_bwd``: three launches (preprocess, dK/dV, dQ).
+* ``flash_bwd``: three launches (preprocess, dK/dV, dQ). With ``dq_mode="atomic"`` (the opt-in FA2 backward of
+  :mod:`flashsim.kernels.flash_bwd_atomic`): two launches, preprocess and ``_bwd_dkdv_dq_atomic``, which reads
+  what the dK/dV launch reads and adds each Q row block's dQ share into an fp32 dQ buffer with ``tl.atomic_add``
+  once per K/V row block that sees it. An atomic add is a read-modify-write done in L2: its fp32 elements are
+  counted both as load bytes and as store bytes of ``DQ`` (as :func:`flashsim.measure.count_io` counts them).
+  The final cast of that buffer to q's dtype is a torch op, not a Triton launch, and is not counted.
 * ``naive``: three launches (S = Q Kᵀ, softmax, P V); S and P fp32 (batch, heads, n, n), written in full
   also when causal (only the Q Kᵀ products and P V tiles above the diagonal are skipped).
 * ``tiled_matmul``: A (n, d) @ B (d, n) -> C (n, n), ``block_k`` (default 32) along d; causal: C's tiles on or
@@ -31,6 +36,8 @@ from .l2 import Access, L2Result, simulate_l2
 
 KERNELS = ("naive", "tiled_matmul", "online_softmax", "flash_fwd", "flash_bwd")
 F32 = 4
+#: flash_bwd's two backward variants (see :func:`flashsim.kernels.flash_backward`)
+DQ_MODES = ("separate", "atomic")
 
 
 def cdiv(a: int, b: int) -> int:
@@ -96,10 +103,22 @@ def _check(kernel, n, d, block_m, block_n, dtype):
     return dtype_bytes(dtype)
 
 
+def _check_dq_mode(kernel, dq_mode):
+    if dq_mode not in DQ_MODES:
+        raise FlashsimError(f"dq_mode={dq_mode!r}: use one of {list(DQ_MODES)}")
+    if dq_mode != "separate" and kernel != "flash_bwd":
+        raise FlashsimError(f"dq_mode={dq_mode!r} applies to kernel 'flash_bwd' only, not {kernel!r}")
+
+
 def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
-              batch: int = 1, heads: int = 1, block_k: int = 32) -> KernelIO:
-    """Closed-form bytes each launch of ``kernel`` requests from global memory (see the module docstring)."""
+              batch: int = 1, heads: int = 1, block_k: int = 32, dq_mode: str = "separate") -> KernelIO:
+    """Closed-form bytes each launch of ``kernel`` requests from global memory (see the module docstring).
+
+    ``dq_mode`` ("separate" or "atomic", flash_bwd only): which backward; atomic adds to dQ count as fp32 load
+    and store bytes of ``DQ``.
+    """
     es = _check(kernel, n, d, block_m, block_n, dtype)
+    _check_dq_mode(kernel, dq_mode)
     bh = batch * heads
     N, bm, bn = n, block_m, block_n
     tm, tn = cdiv(N, bm), cdiv(N, bn)
@@ -117,6 +136,27 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         L.add("store", "O", bh * nd)
         L.add("store", "LSE", bh * N * F32)
         launches = [L]
+    elif kernel == "flash_bwd" and dq_mode == "atomic":
+        P = LaunchIO("_bwd_preprocess")
+        P.add("load", "O", bh * nd)
+        P.add("load", "DO", bh * nd)
+        P.add("store", "DELTA", bh * N * F32)
+        A = LaunchIO("_bwd_dkdv_dq_atomic")
+        A.add("load", "K", bh * nd)
+        A.add("load", "V", bh * nd)
+        if causal:
+            q_rows = sum(N - (j * bn // bm) * bm for j in range(tn))
+        else:
+            q_rows = tn * N
+        A.add("load", "Q", bh * q_rows * d * es)
+        A.add("load", "LSE", bh * q_rows * F32)
+        A.add("load", "DO", bh * q_rows * d * es)
+        A.add("load", "DELTA", bh * q_rows * F32)
+        A.add("load", "DQ", bh * q_rows * d * F32)       # atomic add: reads dQ (fp32) in L2 ...
+        A.add("store", "DQ", bh * q_rows * d * F32)      # ... and writes it back, once per K/V row block
+        A.add("store", "DK", bh * nd)
+        A.add("store", "DV", bh * nd)
+        launches = [P, A]
     elif kernel == "flash_bwd":
         P = LaunchIO("_bwd_preprocess")
         P.add("load", "O", bh * nd)
@@ -193,12 +233,15 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
 # --- tile traces for the L2 model ---------------------------------------------------------------------------
 
 def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
-                 batch: int = 1, heads: int = 1, block_k: int = 32, softmax_rows: int | None = None):
+                 batch: int = 1, heads: int = 1, block_k: int = 32, softmax_rows: int | None = None,
+                 dq_mode: str = "separate"):
     """Per launch: (launch name, list of programs in launch order, each a list of :class:`flashsim.l2.Access`).
 
     Tile byte counts are the masked bytes of each load/store, so each launch's trace sums to :func:`kernel_io`.
+    (``dq_mode="atomic"``: each atomic add to dQ is one read and one write access of its fp32 tile.)
     """
     es = _check(kernel, n, d, block_m, block_n, dtype)
+    _check_dq_mode(kernel, dq_mode)
     bh_n = batch * heads
     N, bm, bn = n, block_m, block_n
     tm, tn = cdiv(N, bm), cdiv(N, bn)
@@ -240,6 +283,15 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
                           Access(("DO", h, i), r * d * es), Access(("DELTA", h, i), r * F32)]
                 p += [Access(("DK", h, j), c * d * es, True), Access(("DV", h, j), c * d * es, True)]
                 dkdv.append(p)
+        if dq_mode == "atomic":
+            for p in dkdv:       # after each Q block's DELTA read: an atomic read-modify-write of its dQ tile
+                q_at = [i for i, a in enumerate(p) if a.key[0] == "DELTA"]
+                for i in reversed(q_at):
+                    key = ("DQ",) + p[i].key[1:]
+                    r = p[i].nbytes // F32
+                    p[i + 1:i + 1] = [Access(key, r * d * F32), Access(key, r * d * F32, True)]
+            out.append(("_bwd_dkdv_dq_atomic", dkdv))
+            return out
         out.append(("_bwd_dkdv", dkdv))
         dq = []
         for h in range(bh_n):
@@ -330,7 +382,7 @@ L2_SHARED_FRACTION = 0.5
 def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
                 batch: int = 1, heads: int = 1, block_k: int = 32, hardware="h200",
                 programs_per_sm: int = PROGRAMS_PER_SM, l2_fraction: float = L2_SHARED_FRACTION,
-                flush_writes: bool = False) -> dict:
+                flush_writes: bool = False, dq_mode: str = "separate") -> dict:
     """DRAM bytes of each launch predicted by the L2 model: {launch name: L2Result, ..., "total": L2Result}.
 
     Each launch is simulated from a cold L2 with :func:`flashsim.l2.simulate_l2`, ``num_sms × programs_per_sm``
@@ -344,7 +396,8 @@ def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal:
     res = {}
     total = L2Result()
     cap = max(1, int(hw.l2_bytes * l2_fraction))
-    for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k):
+    for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k,
+                                    dq_mode=dq_mode):
         r = simulate_l2(progs, cap, hw.num_sms * programs_per_sm, flush_writes=flush_writes)
         res[name] = r
         total = total + r

@@ -2,6 +2,7 @@
 
 * :func:`count_io` (interpreter): runs a kernel call with the Triton interpreter's load/store hooked and counts
   the bytes each masked load and store touches (only elements whose mask is true), per launch and per tensor.
+  An atomic read-modify-write (``tl.atomic_add`` etc.) counts as both a load and a store of its elements.
 * :func:`ncu_profile` (GPU): runs a kernel under Nsight Compute in a child process and returns, per kernel,
   DRAM read/write bytes, L2 bytes, global load/store bytes and duration. Without ncu, or without permission to
   read counters (ERR_NVGPUCTRPERM), it says so in one line and falls back to a timing-based estimate.
@@ -63,8 +64,10 @@ def count_io(kernel_call, *args, **kwargs) -> IOCount:
 
     Hooks ``InterpreterBuilder.create_masked_load``/``create_masked_store`` (and ``create_load``/``create_store``,
     which delegate to them on the Triton versions we support, 3.6 and 3.9; nested calls are counted once) plus
-    ``GridExecutor.__call__`` to learn each launch's name and tensor arguments. The hooks are restored afterwards,
-    also when the call raises. The call's return value is in ``.result``.
+    ``GridExecutor.__call__`` to learn each launch's name and tensor arguments. ``create_atomic_rmw`` (what
+    ``tl.atomic_add`` and the other read-modify-write atomics become; where the interpreter has it) is hooked too:
+    its masked elements count as load bytes and as store bytes, the read and the write an atomic does in L2. The
+    hooks are restored afterwards, also when the call raises. The call's return value is in ``.result``.
     """
     from . import kernels
     if not kernels.INTERPRETER:
@@ -105,6 +108,7 @@ def count_io(kernel_call, *args, **kwargs) -> IOCount:
 
     orig = {name: getattr(Builder, name) for name in
             ("create_masked_load", "create_masked_store", "create_load", "create_store")}
+    orig_rmw = getattr(Builder, "create_atomic_rmw", None)      # guarded: present in triton 3.6 and 3.9
     orig_call = Grid.__call__
 
     def wrap(name, kind, mask_pos, implicit_mask):
@@ -124,6 +128,16 @@ def count_io(kernel_call, *args, **kwargs) -> IOCount:
             finally:
                 state["depth"] -= 1
         return hooked
+
+    def hooked_rmw(self, rmwOp, ptr, val, mask, *a, **kw):
+        if state["depth"] == 0:          # a read-modify-write: its elements are read and written
+            record("load", ptr, mask)
+            record("store", ptr, mask)
+        state["depth"] += 1
+        try:
+            return orig_rmw(self, rmwOp, ptr, val, mask, *a, **kw)
+        finally:
+            state["depth"] -= 1
 
     def hooked_call(self, *args_dev, **kw):
         names = list(self.arg_names)
@@ -150,11 +164,15 @@ def count_io(kernel_call, *args, **kwargs) -> IOCount:
         Builder.create_masked_store = wrap("create_masked_store", "store", 2, False)
         Builder.create_load = wrap("create_load", "load", 0, True)
         Builder.create_store = wrap("create_store", "store", 0, True)
+        if orig_rmw is not None:
+            Builder.create_atomic_rmw = hooked_rmw
         Grid.__call__ = hooked_call
         counts.result = kernel_call(*args, **kwargs)
     finally:
         for name, fn in orig.items():
             setattr(Builder, name, fn)
+        if orig_rmw is not None:
+            Builder.create_atomic_rmw = orig_rmw
         Grid.__call__ = orig_call
     return counts
 

@@ -21,6 +21,11 @@ import triton.language as tl
 
 from ..errors import FlashsimError
 from ._common import check_block, check_qkv, check_tensors, default_blocks, head_block, poison_like, scale_of
+from .flash_bwd_atomic import launch_dkdv_dq_atomic
+
+#: how flash_backward computes dQ: "separate" (default: its own kernel, no atomics) or "atomic" (FA2: fp32
+#: atomic adds from the dK/dV pass)
+DQ_MODES = ("separate", "atomic")
 
 
 @triton.jit
@@ -195,11 +200,17 @@ def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale,
 
 
 def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, block_m: int | None = None,
-                   block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None):
+                   block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None,
+                   dq_mode: str = "separate"):
     """Gradients (dq, dk, dv) of FlashAttention by recomputation (chapter 07); three launches.
 
     q, k, v, o, do: (B, H, N, d); lse: (B, H, N) fp32 from :func:`flash_forward`.
+    ``dq_mode="separate"`` (the default): dK/dV and dQ in two kernels, no atomics (this module).
+    ``dq_mode="atomic"``: FA2's one pass over K/V blocks, dQ summed with fp32 atomic adds and then cast to q's
+    dtype (:mod:`flashsim.kernels.flash_bwd_atomic`); two launches.
     """
+    if dq_mode not in DQ_MODES:
+        raise FlashsimError(f"dq_mode={dq_mode!r}: use one of {list(DQ_MODES)}")
     B, H, N, d = check_qkv(q, k, v)
     check_tensors(("q", "o", "do"), q, o, do, ndim=4)
     if o.shape != q.shape or do.shape != q.shape:
@@ -221,6 +232,12 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     delta = poison_like(q, (B, H, N), torch.float32)                 # (B, H, N)
     _bwd_preprocess[(triton.cdiv(N, block_m), B * H)](o, do, delta, *o.stride(), *do.stride(), H, N, d,
                                                       BLOCK_M=block_m, BLOCK_D=block_d)
+    if dq_mode == "atomic":
+        dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)   # atomic adds sum into it
+        dk, dv = poison_like(k), poison_like(v)
+        launch_dkdv_dq_atomic(q, k, v, do, dq32, dk, dv, lse, delta, scale, causal, block_m, block_n, block_d,
+                              **extra)
+        return dq32.to(q.dtype), dk, dv
     dq, dk, dv = poison_like(q), poison_like(k), poison_like(v)      # (B, H, N, d) each, NaN until written
     _bwd_dkdv[(triton.cdiv(N, block_n), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *q.stride(), H, N, d,
                                                 CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n,
