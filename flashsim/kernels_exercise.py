@@ -47,7 +47,8 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from .errors import FlashsimError  # noqa: E402
-from .kernels._common import check_block, check_qkv, default_blocks, head_block, poison_like, scale_of
+from .kernels._common import (check_block, check_qkv, default_blocks, forward_launch_options,  # noqa: E402
+                               head_block, poison_like, scale_of)
 
 #: the signature the learner's ``@triton.jit`` inner-loop function must have
 INNER_SIGNATURE = ("inner(q, m_i, l_i, acc, k_base, v_base, stride_n, start_n, offs_m, offs_n, offs_d, N, D, "
@@ -114,11 +115,7 @@ def flash_forward_template(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, in
     block_d = head_block(d)
     o = poison_like(q)                                   # (B, H, N, d), NaN until written
     lse = poison_like(q, (B, H, N), torch.float32)       # (B, H, N)
-    extra = {}
-    if num_warps is not None or block_d >= 128:
-        extra["num_warps"] = num_warps or (8 if block_d >= 128 and block_m >= 128 else 4)
-    if num_stages is not None:
-        extra["num_stages"] = num_stages
+    extra = forward_launch_options(block_d, block_m, num_warps, num_stages)
     grid = (triton.cdiv(N, block_m), B * H)
     _flash_template_kernel[grid](q, k, v, o, lse, scale, N, d, INNER=inner, CAUSAL=bool(causal),
                                  BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, **extra)

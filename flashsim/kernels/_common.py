@@ -107,6 +107,20 @@ def scale_of(sm_scale, d: int) -> float:
     return sm_scale
 
 
+def forward_launch_options(block_d: int, block_m: int, num_warps=None, num_stages=None) -> dict:
+    """Launch options of the forward kernels (flash_forward and chapter 12's template share one policy).
+
+    Explicit num_warps/num_stages win; otherwise head dims ≥ 128 get 8 warps with 128-row Q blocks and 4 with
+    smaller ones, and other head dims keep Triton's default.
+    """
+    extra = {}
+    if num_warps is not None or block_d >= 128:
+        extra["num_warps"] = num_warps or (8 if block_d >= 128 and block_m >= 128 else 4)
+    if num_stages is not None:
+        extra["num_stages"] = num_stages
+    return extra
+
+
 def poison_like(t: torch.Tensor, shape=None, dtype=None) -> torch.Tensor:
     """An output buffer filled with NaN: any element a kernel fails to write stays visible."""
     return torch.full(shape if shape is not None else t.shape, float("nan"), dtype=dtype or t.dtype, device=t.device)

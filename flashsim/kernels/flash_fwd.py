@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import check_block, check_qkv, default_blocks, head_block, poison_like, scale_of
+from ._common import check_block, check_qkv, default_blocks, forward_launch_options, head_block, poison_like, scale_of
 
 
 @triton.jit
@@ -123,11 +123,7 @@ def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     o = poison_like(q)                                        # (B, H, N, d), NaN until written
     lse = poison_like(q, (B, H, N), torch.float32)            # (B, H, N)
     grid = (triton.cdiv(N, block_m), B * H)
-    extra = {}
-    if num_warps is not None or block_d >= 128:
-        extra["num_warps"] = num_warps or (8 if block_d >= 128 and block_m >= 128 else 4)
-    if num_stages is not None:
-        extra["num_stages"] = num_stages
+    extra = forward_launch_options(block_d, block_m, num_warps, num_stages)
     _flash_fwd_kernel[grid](q, k, v, o, lse, scale,
                             *q.stride(), *k.stride(), *v.stride(), *o.stride(),
                             H, N, d, CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d,
