@@ -62,16 +62,7 @@ def test_check_transfer_time():
                                       quiet=True)                                             # GB/s confusion
 
 
-def test_show_without_ipywidgets_returns_a_static_figure(monkeypatch, capsys):
-    import builtins
-    real_import = builtins.__import__
-
-    def no_ipywidgets(name, *args, **kwargs):
-        if name.startswith("ipywidgets"):
-            raise ImportError("no ipywidgets here")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_ipywidgets)
+def test_show_without_ipywidgets_returns_a_static_figure(hide_ipywidgets, capsys):
     fig = widgets.SliderTour().show()
     assert isinstance(fig, Figure)
     assert "static view" in capsys.readouterr().out

@@ -105,17 +105,8 @@ def test_widget_wiring_without_a_kernel():
     assert s.step == 20 and s._widgets["image"].value != before
 
 
-def test_show_falls_back_to_a_figure_without_ipywidgets(monkeypatch, capsys):
+def test_show_falls_back_to_a_figure_without_ipywidgets(hide_ipywidgets, capsys):
     """A bare GPU machine has no ipywidgets: show() prints one line and returns the static figure."""
-    import builtins
-    real_import = builtins.__import__
-
-    def no_ipywidgets(name, *args, **kwargs):
-        if name.startswith("ipywidgets"):
-            raise ImportError("no ipywidgets here")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_ipywidgets)
     from matplotlib.figure import Figure
     assert isinstance(TrafficDashboard().show(), Figure)
     assert isinstance(FlashStepper().show(), Figure)

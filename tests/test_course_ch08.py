@@ -49,12 +49,8 @@ def test_plots_and_sweep():
     (ex.check_causal_flops_fraction, sol.causal_flops_fraction,
      [sol.wrong_causal_flops_fraction_half, sol.wrong_causal_flops_fraction_square]),
 ])
-def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, capsys):
-    assert check(good)
-    assert capsys.readouterr().out.startswith("✔")
-    for wrong in bad:
-        assert not check(wrong)
-        assert capsys.readouterr().out.startswith("✘")
+def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, assert_verdicts):
+    assert_verdicts(check, good, bad)
 
 
 def test_animator_widgets():

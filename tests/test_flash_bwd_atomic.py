@@ -14,17 +14,9 @@ import flashsim.kernels as K
 from flashsim.errors import FlashsimError
 from flashsim.kernel_io import kernel_io
 from flashsim.measure import count_io, make_inputs
+from kernel_inputs import random_qkvdo, rel
 
 pytestmark = pytest.mark.skipif(not K.INTERPRETER, reason="interpreter tests (a CUDA GPU is present)")
-
-
-def rel(a, ref):
-    return ((a.double() - ref).norm() / ref.norm()).item()
-
-
-def _inputs(N, d, dtype, seed, B=1, H=2):
-    g = torch.Generator().manual_seed(seed)
-    return [torch.randn(B, H, N, d, generator=g).to(dtype) for _ in range(4)]
 
 
 # (N, d, causal, dtype, block_m, block_n): ragged N (97, 130), d=80 (padded to 128) and 16, causal and not,
@@ -39,7 +31,7 @@ CASES = [
 
 @pytest.mark.parametrize("N,d,causal,dtype,bm,bn", CASES)
 def test_atomic_backward_within_2x_torch_error_and_equals_separate(N, d, causal, dtype, bm, bn):
-    q, k, v, do = _inputs(N, d, dtype, seed=N * d + causal)
+    q, k, v, do = random_qkvdo(N, d, dtype, seed=N * d + causal)
     o, lse = K.flash_forward(q, k, v, causal=causal, block_m=bm, block_n=bn)
     ours = K.flash_backward(q, k, v, o, lse, do, causal=causal, block_m=bm, block_n=bn, dq_mode="atomic")
     sep = K.flash_backward(q, k, v, o, lse, do, causal=causal, block_m=bm, block_n=bn)
@@ -57,7 +49,7 @@ def test_atomic_backward_within_2x_torch_error_and_equals_separate(N, d, causal,
 
 
 def test_autograd_dq_mode_and_default_unchanged():
-    q, k, v, do = _inputs(70, 16, torch.float32, seed=3, H=1)
+    q, k, v, do = random_qkvdo(70, 16, torch.float32, seed=3, H=1)
     grads = {}
     for mode in ("separate", "atomic", None):
         xs = [x.clone().requires_grad_() for x in (q, k, v)]

@@ -8,17 +8,9 @@ import torch.nn.functional as F
 
 import flashsim.kernels as K
 from flashsim.errors import FlashsimError
+from kernel_inputs import random_qkvdo, rel
 
 pytestmark = pytest.mark.skipif(not K.INTERPRETER, reason="interpreter tests (a CUDA GPU is present)")
-
-
-def rel(a, ref):
-    return ((a.double() - ref).norm() / ref.norm()).item()
-
-
-def _inputs(N, d, dtype, seed, B=1, H=2, grad=False):
-    g = torch.Generator().manual_seed(seed)
-    return [torch.randn(B, H, N, d, generator=g).to(dtype).requires_grad_(grad) for _ in range(4)]
 
 
 # (N, d, causal, dtype, block_m, block_n): ragged N (97, 130), d=80/96 (padded), causal and not
@@ -32,7 +24,7 @@ ATTN_CASES = [
 
 @pytest.mark.parametrize("N,d,causal,dtype,bm,bn", ATTN_CASES)
 def test_attention_forward_backward_within_2x_torch_error(N, d, causal, dtype, bm, bn):
-    q, k, v, do = _inputs(N, d, dtype, seed=N * d + causal, grad=True)
+    q, k, v, do = random_qkvdo(N, d, dtype, seed=N * d + causal, grad=True)
     do = do.detach()
     o = K.attention(q, k, v, causal=causal, block_m=bm, block_n=bn)
     o.backward(do)
@@ -49,7 +41,7 @@ def test_attention_forward_backward_within_2x_torch_error(N, d, causal, dtype, b
 
 
 def test_flash_forward_odd_1025_causal_fp16():
-    q, k, v, _ = _inputs(1025, 16, torch.float16, seed=7, H=1)
+    q, k, v, _ = random_qkvdo(1025, 16, torch.float16, seed=7, H=1)
     o, lse = K.flash_forward(q, k, v, causal=True, block_m=64, block_n=64)
     ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
     theirs = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -62,7 +54,7 @@ def test_flash_forward_odd_1025_causal_fp16():
 
 @pytest.mark.parametrize("N,d,causal,dtype", [(97, 80, True, torch.float16), (64, 32, False, torch.float32)])
 def test_naive_attention_matches_reference(N, d, causal, dtype):
-    q, k, v, _ = _inputs(N, d, dtype, seed=3)
+    q, k, v, _ = random_qkvdo(N, d, dtype, seed=3)
     o, s, p = K.naive_attention(q, k, v, causal=causal, block_m=32, block_n=32, return_intermediates=True)
     ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
     theirs = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
