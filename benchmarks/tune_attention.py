@@ -1,0 +1,328 @@
+"""Tuning data for the course's attention kernels on a GPU: every kernel timed on its own over block shapes,
+warps and pipeline stages, plus an experimental forward through tensor descriptors (TMA) with and without
+warp specialization.
+
+    PYTHONPATH=$PWD python benchmarks/tune_attention.py --out $OUT [--n 4096] [--budget-s 480] [--jobs 14]
+
+Shapes: fp16, d in {64, 128}, causal or not, N = --n, batch = 16384/N, heads = 2048/d (the speed grid's shapes).
+Kernels, each launched directly (flashsim.kernels' own jit functions):
+  fwd     _flash_fwd_kernel (flash_forward)            BLOCK_M x BLOCK_N x warps x stages
+  fwd_tma the experimental descriptor forward below, WS = warp_specialize on its unmasked loop
+  dkdv    _bwd_dkdv (flash_backward's K/V pass)         BLOCK_M (streamed Q rows) x BLOCK_N (resident K/V rows)
+  dq      _bwd_dq   (flash_backward's Q pass)           BLOCK_M (resident Q rows) x BLOCK_N (streamed K/V rows)
+  atomic  _bwd_dkdv_dq_atomic (dq_mode="atomic")        as dkdv, plus dQ by fp32 atomic adds
+Phase 1 compiles every config in parallel worker processes (tiny launches; Triton's disk cache keeps the
+binaries), phase 2 times each at full size in this process, alone on the GPU (median of do_bench), after
+checking its outputs against flash_forward / flash_backward's defaults on the same random inputs.
+Writes tune_<date>.json under --out; prints the best configs per kernel and shape last.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+TOKENS, WIDTH = 16384, 2048
+
+
+# --- experimental forward: K/V/Q/O through tensor descriptors (TMA on Hopper) -------------------------------
+
+@triton.jit
+def _tma_tiles(acc, l_i, m_i, q, desc_k, desc_v, pid_bh, offs_m, offs_n, N, qk_scale, lo, hi,
+               MASK: tl.constexpr, CAUSAL: tl.constexpr, WS: tl.constexpr,
+               BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WS):
+        k = desc_k.load([pid_bh, start_n, 0]).reshape(BLOCK_N, BLOCK_D)     # TMA: rows past N read as 0
+        qk = tl.dot(q, k.T)
+        if MASK:
+            cols = start_n + offs_n
+            keep = (cols < N)[None, :]
+            if CAUSAL:
+                keep = keep & (offs_m[:, None] >= cols[None, :])
+            qk = tl.where(keep, qk * qk_scale, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, 1))
+            qk = qk - m_new[:, None]
+        else:
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_new[:, None]                          # one FMA per score
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([pid_bh, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _fwd_tma_kernel(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, N,
+                    CAUSAL: tl.constexpr, WS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    BLOCK_D: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    q = desc_q.load([pid_bh, pid_m * BLOCK_M, 0]).reshape(BLOCK_M, BLOCK_D)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    if CAUSAL:
+        lo = (pid_m * BLOCK_M) // BLOCK_N * BLOCK_N
+        hi = tl.minimum((pid_m + 1) * BLOCK_M, N)
+    else:
+        lo = N // BLOCK_N * BLOCK_N
+        hi = N
+    acc, l_i, m_i = _tma_tiles(acc, l_i, m_i, q, desc_k, desc_v, pid_bh, offs_m, offs_n, N, qk_scale, 0, lo,
+                               MASK=False, CAUSAL=CAUSAL, WS=WS, BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D)
+    acc, l_i, m_i = _tma_tiles(acc, l_i, m_i, q, desc_k, desc_v, pid_bh, offs_m, offs_n, N, qk_scale, lo, hi,
+                               MASK=True, CAUSAL=CAUSAL, WS=False, BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D)
+    acc = acc / l_i[:, None]
+    desc_o.store([pid_bh, pid_m * BLOCK_M, 0], acc.to(desc_o.dtype).reshape(1, BLOCK_M, BLOCK_D))
+    lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453
+    tl.store(LSE + pid_bh * N + offs_m, lse, mask=offs_m < N)
+
+
+def fwd_tma(q, k, v, causal, bm, bn, warps, stages, ws=False):
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    B, H, N, d = q.shape
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, N, device=q.device, dtype=torch.float32)
+
+    def desc(t, rows):
+        t3 = t.view(B * H, N, d)
+        return TensorDescriptor(t3, list(t3.shape), list(t3.stride()), [1, rows, d])
+    _fwd_tma_kernel[(triton.cdiv(N, bm), B * H)](desc(q, bm), desc(k, bn), desc(v, bn), desc(o, bm), lse,
+                                                  d ** -0.5, N, CAUSAL=causal, WS=ws, BLOCK_M=bm, BLOCK_N=bn,
+                                                  BLOCK_D=d, num_warps=warps, num_stages=stages)
+    return o, lse
+
+
+# --- the sweep ---------------------------------------------------------------------------------------------------
+
+def configs(shapes):
+    out = []
+    for d, causal in shapes:
+        for bm, bn, w, s in itertools.product((64, 128), (32, 64, 128), (4, 8), (2, 3, 4)):
+            if w == 8 and bm * bn < 64 * 64:
+                continue
+            out.append(dict(kernel="fwd", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s))
+        for bm, bn, w, s, ws in itertools.product((64, 128), (64, 128), (4, 8), (2, 3), (False, True)):
+            out.append(dict(kernel="fwd_tma", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, ws=ws))
+        for kern in ("dkdv", "atomic"):
+            for bm, bn, w, s in itertools.product((16, 32, 64, 128), (64, 128), (4, 8), (2, 3, 4)):
+                if (w == 8 and bm * bn < 64 * 64) or bm > bn:
+                    continue
+                out.append(dict(kernel=kern, d=d, causal=causal, bm=bm, bn=bn, w=w, s=s))
+        for bm, bn, w, s in itertools.product((64, 128), (16, 32, 64, 128), (4, 8), (2, 3, 4)):
+            if (w == 8 and bm * bn < 64 * 64) or bn > bm:
+                continue
+            out.append(dict(kernel="dq", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s))
+    return out
+
+
+def inputs(d, causal, n, device="cuda", batch=None, heads=None):
+    import torch
+    from flashsim.kernels import flash_backward, flash_forward
+    B, H = batch or max(1, TOKENS // n), heads or WIDTH // d
+    torch.manual_seed(1000 * d + n + causal)
+    q, k, v, do = (torch.randn(B, H, n, d, device=device, dtype=torch.float16) for _ in range(4))
+    o, lse = flash_forward(q, k, v, causal=causal)
+    dq, dk, dv = flash_backward(q, k, v, o, lse, do, causal=causal)
+    from flashsim.kernels.flash_bwd import _bwd_preprocess
+    delta = torch.empty(B, H, n, device=device, dtype=torch.float32)
+    _bwd_preprocess[(triton.cdiv(n, 64), B * H)](o, do, delta, *o.stride(), *do.stride(), H, n, d,
+                                                  BLOCK_M=64, BLOCK_D=d)
+    return dict(q=q, k=k, v=v, do=do, o=o, lse=lse, dq=dq, dk=dk, dv=dv, delta=delta, B=B, H=H, n=n, d=d)
+
+
+def launcher(c, x):
+    """A zero-argument launch of config c on inputs x, and a check of what it wrote."""
+    import torch
+    from flashsim.kernels.flash_bwd import _bwd_dkdv, _bwd_dq
+    from flashsim.kernels.flash_bwd_atomic import _bwd_dkdv_dq_atomic
+    from flashsim.kernels.flash_fwd import _flash_fwd_kernel
+    q, k, v, do, lse, delta = x["q"], x["k"], x["v"], x["do"], x["lse"], x["delta"]
+    B, H, n, d = x["B"], x["H"], x["n"], x["d"]
+    scale = d ** -0.5
+    bm, bn, opts = c["bm"], c["bn"], dict(num_warps=c["w"], num_stages=c["s"])
+    kern, causal = c["kernel"], c["causal"]
+
+    def err(a, b):
+        return float((a.float() - b.float()).norm() / b.float().norm())
+    if kern == "fwd":
+        o = torch.empty_like(q)
+        lse2 = torch.empty_like(lse)
+
+        def run():
+            _flash_fwd_kernel[(triton.cdiv(n, bm), B * H)](q, k, v, o, lse2, scale, *q.stride(), *k.stride(),
+                                                           *v.stride(), *o.stride(), H, n, d, CAUSAL=causal,
+                                                           BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d, **opts)
+        return run, lambda: err(o, x["o"])
+    if kern == "fwd_tma":
+        res = {}
+
+        def run():
+            res["o"] = fwd_tma(q, k, v, causal, bm, bn, c["w"], c["s"], c["ws"])[0]
+        return run, lambda: err(res["o"], x["o"])
+    if kern == "dkdv":
+        dk, dv = torch.empty_like(k), torch.empty_like(v)
+
+        def run():
+            _bwd_dkdv[(triton.cdiv(n, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *q.stride(), H, n, d,
+                                                   CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d, **opts)
+        return run, lambda: max(err(dk, x["dk"]), err(dv, x["dv"]))
+    if kern == "dq":
+        dq = torch.empty_like(q)
+
+        def run():
+            _bwd_dq[(triton.cdiv(n, bm), B * H)](q, k, v, do, dq, lse, delta, scale, *q.stride(), H, n, d,
+                                                 CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d, **opts)
+        return run, lambda: err(dq, x["dq"])
+    if kern == "atomic":
+        dq32 = torch.zeros(q.shape, device=q.device, dtype=torch.float32)
+        dk, dv = torch.empty_like(k), torch.empty_like(v)
+
+        def run():
+            dq32.zero_()                              # part of the atomic variant's cost
+            _bwd_dkdv_dq_atomic[(triton.cdiv(n, bn), B * H)](q, k, v, do, dq32, dk, dv, lse, delta, scale,
+                                                             *q.stride(), H, n, d, CAUSAL=causal, BLOCK_M=bm,
+                                                             BLOCK_N=bn, BLOCK_D=d, **opts)
+        return run, lambda: max(err(dk, x["dk"]), err(dv, x["dv"]), err(dq32, x["dq"]))
+    raise ValueError(kern)
+
+
+def _compile_worker(batch):
+    """Run each config once on a tiny input (same constexprs, dtypes and divisibility): fills Triton's cache."""
+    import torch
+    out = []
+    cache = {}
+    for c in batch:
+        key = (c["d"], c["causal"])
+        if key not in cache:
+            cache[key] = inputs(c["d"], c["causal"], 256, batch=1)
+        t0 = time.time()
+        try:
+            run, _ = launcher(c, cache[key])
+            run()
+            torch.cuda.synchronize()
+            out.append((c, None, time.time() - t0))
+        except Exception as exc:
+            out.append((c, f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300] if str(exc) else ''}",
+                        time.time() - t0))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(HERE, "benchmarks", "results"))
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--budget-s", type=float, default=480)
+    ap.add_argument("--jobs", type=int, default=14)
+    ap.add_argument("--kernels", default="fwd,fwd_tma,dkdv,dq,atomic")
+    ap.add_argument("--d", default="64,128")
+    args = ap.parse_args(argv)
+    t_start = time.time()
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    import torch
+    from flashsim.measure import bench
+    from flashsim.provenance import run_info
+    kernels = args.kernels.split(",")
+    shapes = [(int(d), c) for d in args.d.split(",") for c in (False, True)]
+    todo = [c for c in configs(shapes) if c["kernel"] in kernels]
+    print(f"{len(todo)} configs; compiling with {args.jobs} workers", flush=True)
+    compile_err = {}
+    # warp-specialized configs last, in a pool of their own: a compiler crash there must not cost the others
+    for part in ([c for c in todo if not c.get("ws")], [c for c in todo if c.get("ws")]):
+        batches = [part[i::args.jobs] for i in range(args.jobs) if part[i::args.jobs]]
+        try:
+            with cf.ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("spawn")) as pool:
+                futs = {pool.submit(_compile_worker, b): b for b in batches}
+                for fut in cf.as_completed(futs):
+                    try:
+                        res = fut.result()
+                    except Exception as exc:              # a worker died (compiler crash): its whole batch
+                        res = [(c, f"worker died: {exc!r}"[:300], 0) for c in futs[fut]]
+                    for c, e, _ in res:
+                        if e:
+                            compile_err[json.dumps(c, sort_keys=True)] = e
+        except Exception as exc:
+            print("compile pool failed:", repr(exc), flush=True)
+    print(f"compiled in {time.time() - t_start:.0f} s; {len(compile_err)} failed", flush=True)
+    seen = set()
+    for k_, e in compile_err.items():
+        c = json.loads(k_)
+        if (c["kernel"], e[:80]) not in seen:
+            seen.add((c["kernel"], e[:80]))
+            print("  compile error", c, e, flush=True)
+    results = []
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    path = os.path.join(args.out, f"tune_{date}.json")
+    info = run_info(" ".join(["python"] + sys.argv))
+    for d, causal in shapes:
+        x = inputs(d, causal, args.n)
+        for c in todo:
+            if (c["d"], c["causal"]) != (d, causal) or json.dumps(c, sort_keys=True) in compile_err:
+                continue
+            if time.time() - t_start > args.budget_s:
+                break
+            r = dict(c)
+            try:
+                run, check = launcher(c, x)
+                run()
+                torch.cuda.synchronize()
+                r["err"] = check()
+                r["ms"] = bench(run, warmup=5, rep=25)
+            except Exception as exc:
+                r["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:200] if str(exc) else ''}"
+            results.append(r)
+        del x
+        torch.cuda.empty_cache()
+        with open(path, "w") as f:
+            json.dump(dict(info=info, n=args.n, results=results, compile_errors=compile_err), f, indent=1)
+    # best per (kernel, shape), then the best full backward per shape
+    print(f"\n{len(results)} timed in {time.time() - t_start:.0f} s; N={args.n}; ms (err vs defaults)")
+    best = {}
+    for r in results:
+        if "ms" in r and r["err"] < 2e-2:
+            key = (r["kernel"], r["d"], r["causal"])
+            if key not in best or r["ms"] < best[key]["ms"]:
+                best[key] = r
+    bad = [r for r in results if "ms" in r and not r["err"] < 2e-2]
+    print(f"configs with err >= 2e-2 (wrong): {len(bad)}", [(r['kernel'], r['bm'], r['bn'], r['w'], r['s'], r['err'])
+                                                              for r in bad[:6]])
+    from benchmarks.attention_speed import flops
+    for (kern, d, causal), r in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        B, H = max(1, TOKENS // args.n), WIDTH // d
+        mode = "fwd" if kern.startswith("fwd") else "bwd"
+        extra = f" ws={r['ws']}" if "ws" in r else ""
+        print(f"d={d:3d} causal={causal!s:5} {kern:8s} bm={r['bm']:3d} bn={r['bn']:3d} w={r['w']} s={r['s']}{extra} "
+              f"{r['ms']:.3f} ms  {flops(mode, B, H, args.n, d, causal) / r['ms'] / 1e9:.0f} TFLOP/s(if alone)")
+    for d, causal in shapes:
+        B, H = max(1, TOKENS // args.n), WIDTH // d
+        sep = [best.get(("dkdv", d, causal)), best.get(("dq", d, causal))]
+        at = best.get(("atomic", d, causal))
+        f = flops("bwd", B, H, args.n, d, causal)
+        if all(sep):
+            ms = sep[0]["ms"] + sep[1]["ms"]
+            print(f"d={d} causal={causal}: separate best {ms:.3f} ms = {f / ms / 1e9:.0f} TFLOP/s (no preprocess)")
+        if at:
+            print(f"d={d} causal={causal}: atomic   best {at['ms']:.3f} ms = {f / at['ms'] / 1e9:.0f} TFLOP/s")
+
+
+if __name__ == "__main__":
+    main()
