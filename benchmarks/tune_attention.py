@@ -1,13 +1,14 @@
 """Tuning data for the course's attention kernels on a GPU: every kernel timed on its own over block shapes,
-warps and pipeline stages, plus an experimental forward through tensor descriptors (TMA) with and without
-warp specialization.
+warps, pipeline stages and pointer vs tensor-descriptor (TMA) loads.
 
-    PYTHONPATH=$PWD python benchmarks/tune_attention.py --out $OUT [--n 4096] [--budget-s 480] [--jobs 14]
+    PYTHONPATH=$PWD python benchmarks/tune_attention.py --out $OUT [--wide] [--n 4096] [--budget-s 480]
+
+``--wide``: the first sweep's grid (pointer loads; it chose flashsim.kernels._common.TUNED_H200). Default: the
+configurations near its winners, each with pointer loads and with TMA.
 
 Shapes: fp16, d in {64, 128}, causal or not, N = --n, batch = 16384/N, heads = 2048/d (the speed grid's shapes).
 Kernels, each launched directly (flashsim.kernels' own jit functions):
-  fwd     _flash_fwd_kernel (flash_forward)            BLOCK_M x BLOCK_N x warps x stages
-  fwd_tma the experimental descriptor forward below, WS = warp_specialize on its unmasked loop
+  fwd     _flash_fwd_kernel (flash_forward)            BLOCK_M x BLOCK_N x warps x stages (x TMA)
   dkdv    _bwd_dkdv (flash_backward's K/V pass)         BLOCK_M (streamed Q rows) x BLOCK_N (resident K/V rows)
   dq      _bwd_dq   (flash_backward's Q pass)           BLOCK_M (resident Q rows) x BLOCK_N (streamed K/V rows)
   atomic  _bwd_dkdv_dq_atomic (dq_mode="atomic")        as dkdv, plus dQ by fp32 atomic adds
@@ -35,101 +36,33 @@ import triton.language as tl  # noqa: E402
 TOKENS, WIDTH = 16384, 2048
 
 
-# --- experimental forward: K/V/Q/O through tensor descriptors (TMA on Hopper) -------------------------------
-
-@triton.jit
-def _tma_tiles(acc, l_i, m_i, q, desc_k, desc_v, pid_bh, offs_m, offs_n, N, qk_scale, lo, hi,
-               MASK: tl.constexpr, CAUSAL: tl.constexpr, WS: tl.constexpr,
-               BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
-    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WS):
-        k = desc_k.load([pid_bh, start_n, 0]).reshape(BLOCK_N, BLOCK_D)     # TMA: rows past N read as 0
-        qk = tl.dot(q, k.T)
-        if MASK:
-            cols = start_n + offs_n
-            keep = (cols < N)[None, :]
-            if CAUSAL:
-                keep = keep & (offs_m[:, None] >= cols[None, :])
-            qk = tl.where(keep, qk * qk_scale, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            qk = qk - m_new[:, None]
-        else:
-            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_new[:, None]                          # one FMA per score
-        p = tl.math.exp2(qk)
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        v = desc_v.load([pid_bh, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
-        acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_new
-    return acc, l_i, m_i
-
-
-@triton.jit
-def _fwd_tma_kernel(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, N,
-                    CAUSAL: tl.constexpr, WS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    BLOCK_D: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    q = desc_q.load([pid_bh, pid_m * BLOCK_M, 0]).reshape(BLOCK_M, BLOCK_D)
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
-    if CAUSAL:
-        lo = (pid_m * BLOCK_M) // BLOCK_N * BLOCK_N
-        hi = tl.minimum((pid_m + 1) * BLOCK_M, N)
-    else:
-        lo = N // BLOCK_N * BLOCK_N
-        hi = N
-    acc, l_i, m_i = _tma_tiles(acc, l_i, m_i, q, desc_k, desc_v, pid_bh, offs_m, offs_n, N, qk_scale, 0, lo,
-                               MASK=False, CAUSAL=CAUSAL, WS=WS, BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D)
-    acc, l_i, m_i = _tma_tiles(acc, l_i, m_i, q, desc_k, desc_v, pid_bh, offs_m, offs_n, N, qk_scale, lo, hi,
-                               MASK=True, CAUSAL=CAUSAL, WS=False, BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D)
-    acc = acc / l_i[:, None]
-    desc_o.store([pid_bh, pid_m * BLOCK_M, 0], acc.to(desc_o.dtype).reshape(1, BLOCK_M, BLOCK_D))
-    lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453
-    tl.store(LSE + pid_bh * N + offs_m, lse, mask=offs_m < N)
-
-
-def fwd_tma(q, k, v, causal, bm, bn, warps, stages, ws=False):
-    import torch
-    from triton.tools.tensor_descriptor import TensorDescriptor
-    B, H, N, d = q.shape
-    o = torch.empty_like(q)
-    lse = torch.empty(B, H, N, device=q.device, dtype=torch.float32)
-
-    def desc(t, rows):
-        t3 = t.view(B * H, N, d)
-        return TensorDescriptor(t3, list(t3.shape), list(t3.stride()), [1, rows, d])
-    _fwd_tma_kernel[(triton.cdiv(N, bm), B * H)](desc(q, bm), desc(k, bn), desc(v, bn), desc(o, bm), lse,
-                                                  d ** -0.5, N, CAUSAL=causal, WS=ws, BLOCK_M=bm, BLOCK_N=bn,
-                                                  BLOCK_D=d, num_warps=warps, num_stages=stages)
-    return o, lse
-
-
 # --- the sweep ---------------------------------------------------------------------------------------------------
 
-def configs(shapes):
+def configs(shapes, wide=False):
+    """Wide: the first sweep's grid (pointer loads). Otherwise: around its winners, pointer loads vs TMA."""
     out = []
     for d, causal in shapes:
-        for bm, bn, w, s in itertools.product((64, 128), (32, 64, 128), (4, 8), (2, 3, 4)):
-            if w == 8 and bm * bn < 64 * 64:
-                continue
-            out.append(dict(kernel="fwd", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s))
-        for bm, bn, w, s, ws in itertools.product((64, 128), (64, 128), (4, 8), (2, 3), (False, True)):
-            out.append(dict(kernel="fwd_tma", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, ws=ws))
-        for kern in ("dkdv", "atomic"):
-            for bm, bn, w, s in itertools.product((16, 32, 64, 128), (64, 128), (4, 8), (2, 3, 4)):
-                if (w == 8 and bm * bn < 64 * 64) or bm > bn:
-                    continue
-                out.append(dict(kernel=kern, d=d, causal=causal, bm=bm, bn=bn, w=w, s=s))
-        for bm, bn, w, s in itertools.product((64, 128), (16, 32, 64, 128), (4, 8), (2, 3, 4)):
-            if (w == 8 and bm * bn < 64 * 64) or bn > bm:
-                continue
-            out.append(dict(kernel="dq", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s))
+        if wide:
+            for bm, bn, w, s in itertools.product((64, 128), (32, 64, 128), (4, 8), (2, 3, 4)):
+                if not (w == 8 and bm * bn < 64 * 64):
+                    out.append(dict(kernel="fwd", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, tma=False))
+            for kern in ("dkdv", "atomic"):
+                for bm, bn, w, s in itertools.product((16, 32, 64, 128), (64, 128), (4, 8), (2, 3, 4)):
+                    if not ((w == 8 and bm * bn < 64 * 64) or bm > bn):
+                        out.append(dict(kernel=kern, d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, tma=False))
+            for bm, bn, w, s in itertools.product((64, 128), (16, 32, 64, 128), (4, 8), (2, 3, 4)):
+                if not ((w == 8 and bm * bn < 64 * 64) or bn > bm):
+                    out.append(dict(kernel="dq", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, tma=False))
+            continue
+        near = {"fwd": [(64, 128, 4, 2), (128, 64, 4, 2), (64, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3),
+                        (64, 128, 4, 3), (128, 128, 8, 2), (128, 64, 4, 3)],
+                "dkdv": [(32, 64, 4, 2), (32, 64, 4, 3), (64, 64, 4, 2), (64, 128, 8, 2), (64, 128, 8, 3),
+                         (32, 128, 4, 3), (16, 64, 4, 3), (64, 64, 4, 3)],
+                "dq": [(128, 64, 8, 3), (128, 64, 8, 4), (64, 64, 4, 3), (64, 32, 4, 3), (64, 32, 4, 2),
+                       (128, 32, 8, 4), (128, 128, 8, 2), (64, 64, 4, 2)]}
+        for kern, cands in near.items():
+            for (bm, bn, w, s), tma in itertools.product(cands, (False, True)):
+                out.append(dict(kernel=kern, d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, tma=tma))
     return out
 
 
@@ -153,6 +86,7 @@ def launcher(c, x):
     import torch
     from flashsim.kernels.flash_bwd import _bwd_dkdv, _bwd_dq
     from flashsim.kernels.flash_bwd_atomic import _bwd_dkdv_dq_atomic
+    from flashsim.kernels._common import tensor_desc
     from flashsim.kernels.flash_fwd import _flash_fwd_kernel
     q, k, v, do, lse, delta = x["q"], x["k"], x["v"], x["do"], x["lse"], x["delta"]
     B, H, n, d = x["B"], x["H"], x["n"], x["d"]
@@ -160,36 +94,40 @@ def launcher(c, x):
     bm, bn, opts = c["bm"], c["bn"], dict(num_warps=c["w"], num_stages=c["s"])
     kern, causal = c["kernel"], c["causal"]
 
+    def desc(t, rows):
+        return tensor_desc(t, rows, d)
+
     def err(a, b):
         return float((a.float() - b.float()).norm() / b.float().norm())
+    tma = c.get("tma", False)
     if kern == "fwd":
         o = torch.empty_like(q)
         lse2 = torch.empty_like(lse)
+        descs = (desc(q, bm), desc(k, bn), desc(v, bn), desc(o, bm)) if tma else (None,) * 4
 
         def run():
-            _flash_fwd_kernel[(triton.cdiv(n, bm), B * H)](q, k, v, o, lse2, scale, *q.stride(), *k.stride(),
-                                                           *v.stride(), *o.stride(), H, n, d, CAUSAL=causal,
-                                                           BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d, **opts)
+            _flash_fwd_kernel[(triton.cdiv(n, bm), B * H)](q, k, v, o, lse2, scale, *descs, *q.stride(),
+                                                           *k.stride(), *v.stride(), *o.stride(), H, n, d,
+                                                           CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn,
+                                                           BLOCK_D=d, **opts)
         return run, lambda: err(o, x["o"])
-    if kern == "fwd_tma":
-        res = {}
-
-        def run():
-            res["o"] = fwd_tma(q, k, v, causal, bm, bn, c["w"], c["s"], c["ws"])[0]
-        return run, lambda: err(res["o"], x["o"])
     if kern == "dkdv":
         dk, dv = torch.empty_like(k), torch.empty_like(v)
+        descs = (desc(q, bm), desc(do, bm)) if tma else (None, None)
 
         def run():
-            _bwd_dkdv[(triton.cdiv(n, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *q.stride(), H, n, d,
-                                                   CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d, **opts)
+            _bwd_dkdv[(triton.cdiv(n, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, *q.stride(),
+                                                   H, n, d, CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn,
+                                                   BLOCK_D=d, **opts)
         return run, lambda: max(err(dk, x["dk"]), err(dv, x["dv"]))
     if kern == "dq":
         dq = torch.empty_like(q)
+        descs = (desc(k, bn), desc(v, bn)) if tma else (None, None)
 
         def run():
-            _bwd_dq[(triton.cdiv(n, bm), B * H)](q, k, v, do, dq, lse, delta, scale, *q.stride(), H, n, d,
-                                                 CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d, **opts)
+            _bwd_dq[(triton.cdiv(n, bm), B * H)](q, k, v, do, dq, lse, delta, scale, *descs, *q.stride(), H, n, d,
+                                                 CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d,
+                                                 **opts)
         return run, lambda: err(dq, x["dq"])
     if kern == "atomic":
         dq32 = torch.zeros(q.shape, device=q.device, dtype=torch.float32)
@@ -231,7 +169,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--budget-s", type=float, default=480)
     ap.add_argument("--jobs", type=int, default=14)
-    ap.add_argument("--kernels", default="fwd,fwd_tma,dkdv,dq,atomic")
+    ap.add_argument("--kernels", default="fwd,dkdv,dq,atomic")
+    ap.add_argument("--wide", action="store_true", help="the first sweep's wide grid (pointer loads only)")
     ap.add_argument("--d", default="64,128")
     args = ap.parse_args(argv)
     t_start = time.time()
@@ -243,11 +182,11 @@ def main(argv=None):
     from flashsim.provenance import run_info
     kernels = args.kernels.split(",")
     shapes = [(int(d), c) for d in args.d.split(",") for c in (False, True)]
-    todo = [c for c in configs(shapes) if c["kernel"] in kernels]
+    todo = [c for c in configs(shapes, args.wide) if c["kernel"] in kernels]
     print(f"{len(todo)} configs; compiling with {args.jobs} workers", flush=True)
     compile_err = {}
-    # warp-specialized configs last, in a pool of their own: a compiler crash there must not cost the others
-    for part in ([c for c in todo if not c.get("ws")], [c for c in todo if c.get("ws")]):
+    # TMA configs in a pool of their own: a compiler crash there must not cost the others
+    for part in ([c for c in todo if not c.get("tma")], [c for c in todo if c.get("tma")]):
         batches = [part[i::args.jobs] for i in range(args.jobs) if part[i::args.jobs]]
         try:
             with cf.ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("spawn")) as pool:
@@ -299,23 +238,24 @@ def main(argv=None):
     best = {}
     for r in results:
         if "ms" in r and r["err"] < 2e-2:
-            key = (r["kernel"], r["d"], r["causal"])
+            key = (r["kernel"], r["d"], r["causal"], r.get("tma", False))
             if key not in best or r["ms"] < best[key]["ms"]:
                 best[key] = r
     bad = [r for r in results if "ms" in r and not r["err"] < 2e-2]
     print(f"configs with err >= 2e-2 (wrong): {len(bad)}", [(r['kernel'], r['bm'], r['bn'], r['w'], r['s'], r['err'])
                                                               for r in bad[:6]])
     from benchmarks.attention_speed import flops
-    for (kern, d, causal), r in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+    for (kern, d, causal, _), r in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0], kv[0][3])):
         B, H = max(1, TOKENS // args.n), WIDTH // d
         mode = "fwd" if kern.startswith("fwd") else "bwd"
-        extra = f" ws={r['ws']}" if "ws" in r else ""
+        extra = f" tma={r.get('tma', False)}"
         print(f"d={d:3d} causal={causal!s:5} {kern:8s} bm={r['bm']:3d} bn={r['bn']:3d} w={r['w']} s={r['s']}{extra} "
               f"{r['ms']:.3f} ms  {flops(mode, B, H, args.n, d, causal) / r['ms'] / 1e9:.0f} TFLOP/s(if alone)")
     for d, causal in shapes:
         B, H = max(1, TOKENS // args.n), WIDTH // d
-        sep = [best.get(("dkdv", d, causal)), best.get(("dq", d, causal))]
-        at = best.get(("atomic", d, causal))
+        pick = [min((r for key, r in best.items() if key[:3] == (kern, d, causal)), key=lambda r: r["ms"],
+                    default=None) for kern in ("dkdv", "dq", "atomic")]
+        sep, at = pick[:2], pick[2]
         f = flops("bwd", B, H, args.n, d, causal)
         if all(sep):
             ms = sep[0]["ms"] + sep[1]["ms"]

@@ -251,10 +251,12 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         return range(cdiv(hi, bn))
 
     out = []
+    # causal flash_fwd and _bwd_dq launch their Q row blocks last first (the longest programs first)
+    q_order = range(tm - 1, -1, -1) if causal else range(tm)
     if kernel == "flash_fwd":
         progs = []
         for h in range(bh_n):
-            for i in range(tm):
+            for i in q_order:
                 r = _rows(i, bm, N)
                 p = [Access(("Q", h, i), r * d * es)]
                 for j in kv_blocks(i):
@@ -295,7 +297,7 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         out.append(("_bwd_dkdv", dkdv))
         dq = []
         for h in range(bh_n):
-            for i in range(tm):
+            for i in q_order:
                 r = _rows(i, bm, N)
                 p = [Access(("Q", h, i), r * d * es), Access(("DO", h, i), r * d * es),
                      Access(("LSE", h, i), r * F32), Access(("DELTA", h, i), r * F32)]

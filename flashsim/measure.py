@@ -202,17 +202,21 @@ def make_inputs(kernel: str, n: int, d: int, dtype="fp16", batch: int = 1, heads
 
 
 def kernel_runner(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
-                  batch: int = 1, heads: int = 1, block_k: int = 32):
-    """A zero-argument callable that launches ``kernel`` once on fixed random inputs (prepared now)."""
+                  batch: int = 1, heads: int = 1, block_k: int = 32, tma: bool = False):
+    """A zero-argument callable that launches ``kernel`` once on fixed random inputs (prepared now).
+
+    ``tma`` (flash_fwd, flash_bwd): load through tensor descriptors. Off by default: the kernel view models the
+    pointer loads, which ncu's global-load counters see; TMA copies bypass those counters (same DRAM bytes)."""
     from . import kernels as K
     inputs = make_inputs(kernel, n, d, dtype, batch, heads)
     if kernel == "flash_fwd":
         q, k, v = inputs
-        return lambda: K.flash_forward(q, k, v, causal=causal, block_m=block_m, block_n=block_n)
+        return lambda: K.flash_forward(q, k, v, causal=causal, block_m=block_m, block_n=block_n, tma=tma)
     if kernel == "flash_bwd":
         q, k, v, do = inputs
         o, lse = K.flash_forward(q, k, v, causal=causal, block_m=block_m, block_n=block_n)
-        return lambda: K.flash_backward(q, k, v, o, lse, do, causal=causal, block_m=block_m, block_n=block_n)
+        return lambda: K.flash_backward(q, k, v, o, lse, do, causal=causal, block_m=block_m, block_n=block_n,
+                                        tma=tma)
     if kernel == "naive":
         q, k, v = inputs
         return lambda: K.naive_attention(q, k, v, causal=causal, block_m=block_m, block_n=block_n)

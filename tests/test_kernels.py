@@ -163,10 +163,44 @@ def test_docstring_chapter_and_traffic_comments(module):
     lines = inspect.getsource(mod).splitlines()
     n_mem = 0
     for i, line in enumerate(lines):
-        if re.search(r"\btl\.(load|store)\(", line):
-            n_mem += 1
+        if re.search(r"\btl\.(load|store)\(|\b(desc_\w+|DESC_\w+)\.(load|store)\(", line):
+            n_mem += 1                    # pointer or tensor-descriptor access: commented on or just above it
             window = " ".join(lines[max(0, i - 1):i + 1])
             assert re.search(r"# (reads|writes) ", window), f"{module}:{i + 1} lacks a traffic comment: {line}"
     assert n_mem >= 2
     if module == "flash_fwd":
         assert "chapter 08" in mod.__doc__
+
+
+# --- tensor descriptors (TMA, chapter 12): same numbers as the pointer loads --------------------------------
+
+@pytest.mark.parametrize("N,d,causal,bm,bn", [(97, 64, True, 32, 16), (96, 32, False, 16, 32), (64, 16, True, 16, 16)])
+def test_tma_path_equals_pointer_path(N, d, causal, bm, bn):
+    q, k, v, do = random_qkvdo(N, d, torch.float32, seed=N + d)
+    o0, l0 = K.flash_forward(q, k, v, causal=causal, block_m=bm, block_n=bn, tma=False)
+    o1, l1 = K.flash_forward(q, k, v, causal=causal, block_m=bm, block_n=bn, tma=True)
+    assert torch.equal(o0, o1) and torch.equal(l0, l1)            # ragged rows: zero-filled loads, dropped stores
+    g0 = K.flash_backward(q, k, v, o0, l0, do, causal=causal, block_m=bm, block_n=bn, tma=False)
+    g1 = K.flash_backward(q, k, v, o0, l0, do, causal=causal, block_m=bm, block_n=bn, tma=True)
+    for a, b in zip(g0, g1):
+        assert torch.equal(a, b)
+
+
+def test_tma_requested_where_it_cannot_work_is_a_clear_error():
+    q, k, v, _ = random_qkvdo(32, 80, torch.float32, seed=3)
+    with pytest.raises(FlashsimError, match="head dim 80 .* tma=False"):
+        K.flash_forward(q, k, v, tma=True)
+    strided = torch.randn(1, 2, 32, 64 * 2)[..., ::2]              # stride 2 along d
+    with pytest.raises(FlashsimError, match="contiguous"):
+        K.flash_forward(strided, strided, strided, tma=True)
+    assert K.flash_forward(q, k, v)[0].isfinite().all()            # default: pointer loads, no error
+
+
+def test_interpreter_never_picks_tma_or_tuned_configs_by_default():
+    from flashsim.kernels._common import TUNED_H200, tuned_config, use_tma
+    q, k, v, _ = random_qkvdo(32, 64, torch.float32, seed=4)
+    assert use_tma(None, (q, k, v), 64, 64) is False                # count_io counts pointer loads
+    assert tuned_config("flash_fwd", 64, False) is None
+    for (kernel, block_d, causal), (bm, bn, warps, stages) in TUNED_H200.items():
+        assert kernel in ("flash_fwd", "flash_bwd_dkdv", "flash_bwd_dq") and isinstance(causal, bool)
+        assert all(x >= 16 and x & (x - 1) == 0 for x in (bm, bn, block_d)) and warps in (4, 8) and stages >= 1

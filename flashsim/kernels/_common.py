@@ -40,6 +40,69 @@ def default_blocks(kernel: str, d: int = 64) -> tuple[int, int]:
     return 64, 64
 
 
+#: Launch configurations tuned on an NVIDIA H200 (benchmarks/tune_attention.py; the sweeps are in
+#: benchmarks/results/tune_h200_2026-11-30*.json), by kernel, padded head dim and causal flag: (BLOCK_M, BLOCK_N,
+#: num_warps, num_stages). BLOCK_M counts Q rows and BLOCK_N K/V rows in every kernel; the forward and both
+#: backward kernels load through tensor descriptors (TMA) with these. Used on a GPU when the caller gives no
+#: blocks; other head dims keep :func:`default_blocks`.
+TUNED_H200 = {}
+for _causal in (False, True):
+    for _d in (16, 32, 64):
+        TUNED_H200[("flash_fwd", _d, _causal)] = (64, 128, 4, 2)
+    TUNED_H200[("flash_fwd", 128, _causal)] = (128, 64, 4, 2)
+    TUNED_H200[("flash_bwd_dkdv", 64, _causal)] = (32, 64, 4, 3) if _causal else (64, 64, 4, 3)
+    TUNED_H200[("flash_bwd_dkdv", 128, _causal)] = (64, 64, 4, 2)
+    TUNED_H200[("flash_bwd_dq", 64, _causal)] = (64, 64, 4, 3)
+    TUNED_H200[("flash_bwd_dq", 128, _causal)] = (128, 64, 8, 4)
+
+
+def tuned_config(kernel: str, block_d: int, causal: bool):
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages) from :data:`TUNED_H200`, or None (interpreter, or no entry)."""
+    if interpreting():
+        return None
+    return TUNED_H200.get((kernel, block_d, bool(causal)))
+
+
+def tma_support(tensors, d: int, block_d: int) -> str | None:
+    """Why tensor descriptors (TMA) cannot load these tensors, or None when they can (chapter 12).
+
+    TMA needs a Hopper-or-newer GPU (compute capability >= 9), a head dim that fills the tile (a power of two),
+    a unit stride along d, and every other stride and the base address on 16-byte boundaries."""
+    if not interpreting():
+        import torch
+        if torch.cuda.get_device_capability(tensors[0].device)[0] < 9:
+            return "tensor descriptors (TMA) need a GPU of compute capability >= 9 (Hopper)"
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        return f"triton {triton.__version__} has no triton.tools.tensor_descriptor"
+    if d != block_d:
+        return f"head dim {d} is not a power of two >= 16: the tile would need padding, which TMA boxes cannot mask"
+    for t in tensors:
+        es = t.element_size()
+        if t.stride(-1) != 1 or any(st * es % 16 for st in t.stride()[:-1]) or t.data_ptr() % 16:
+            return (f"a tensor of strides {tuple(t.stride())} is not 16-byte aligned with unit stride along d: "
+                    "call .contiguous()")
+    return None
+
+
+def use_tma(tma, tensors, d: int, block_d: int) -> bool:
+    """Resolve the ``tma`` argument of a kernel wrapper: None = wherever it works on a GPU (never by default in
+    the interpreter, where the pointer loads are what :func:`flashsim.measure.count_io` counts)."""
+    if tma is False or (tma is None and interpreting()):
+        return False
+    why = tma_support(tensors, d, block_d)
+    if why and tma:
+        raise FlashsimError(f"tma=True: {why}; or pass tma=False for pointer loads")
+    return why is None
+
+
+def tensor_desc(t, rows: int, block_d: int):
+    """A (B, H, N, d) tensor's descriptor with [1, 1, rows, block_d] boxes (rows past N load as 0, stores drop)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1, rows, block_d])
+
+
 def check_block(name: str, value: int) -> int:
     value = int(value)
     if value < 16 or value & (value - 1):

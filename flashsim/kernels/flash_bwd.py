@@ -20,12 +20,15 @@ import triton
 import triton.language as tl
 
 from ..errors import FlashsimError
-from ._common import check_block, check_qkv, check_tensors, default_blocks, head_block, poison_like, scale_of
+from ._common import (check_block, check_qkv, check_tensors, default_blocks, head_block, poison_like, scale_of,
+                      tensor_desc, tuned_config, use_tma)
 from .flash_bwd_atomic import launch_dkdv_dq_atomic
 
 #: how flash_backward computes dQ: "separate" (default: its own kernel, no atomics) or "atomic" (FA2: fp32
 #: atomic adds from the dK/dV pass)
 DQ_MODES = ("separate", "atomic")
+#: whether flash_backward streams tiles through tensor descriptors (TMA) by default on a GPU that supports them
+BWD_TMA_DEFAULT = True
 
 
 @triton.jit
@@ -51,29 +54,39 @@ def _bwd_preprocess(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od,
 
 
 @triton.jit
-def _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, sm_scale, base, pid_bh, stride_n, stride_d,
-                offs_n, offs_m, offs_d, d_valid, N, lo, hi,
-                MASK: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr):
+def _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
+                desc_q, desc_do, b, h, offs_n, offs_m, offs_d, d_valid, N, lo, hi,
+                MASK: tl.constexpr, CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_D: tl.constexpr):
     """Stream Q/dO row blocks [lo, hi) past one K/V tile. MASK=False where every query row of the block is
-    below the diagonal and inside N: no masking arithmetic there (the FA2 trick)."""
+    below the diagonal and inside N: no masking arithmetic there (the FA2 trick). USE_TMA: Q and dO tiles come
+    through tensor descriptors (chapter 12); rows past N arrive as 0, as the masked pointer loads give them."""
     for start_m in range(lo, hi, BLOCK_M):
         rows = start_m + offs_m
         m_valid = rows < N
         q_mask = m_valid[:, None] & d_valid[None, :]
         q_off = base + rows[:, None] * stride_n + offs_d[None, :] * stride_d
-        # reads Q once per K/V row block: N*d elements per row block (causal: from the diagonal down)
-        q = tl.load(Q + q_off, mask=q_mask, other=0.0)                 # (BLOCK_M, BLOCK_D)
+        if USE_TMA:
+            # reads Q once per K/V row block: N*d elements per row block (causal: from the diagonal down)
+            q = desc_q.load([b, h, start_m, 0]).reshape(BLOCK_M, BLOCK_D)
+        else:
+            # reads Q once per K/V row block: N*d elements per row block (causal: from the diagonal down)
+            q = tl.load(Q + q_off, mask=q_mask, other=0.0)             # (BLOCK_M, BLOCK_D)
         # reads L once per K/V row block: N fp32 per row block
         lse = tl.load(LSE + pid_bh * N + rows, mask=m_valid, other=0.0)   # (BLOCK_M,)
-        qkT = tl.dot(k, tl.trans(q)) * sm_scale                          # (BLOCK_N, BLOCK_M) = S tileᵀ
-        pT = tl.exp(qkT - lse[None, :])                                   # recomputed P tileᵀ
+        qkT = tl.dot(k, tl.trans(q))                                      # (BLOCK_N, BLOCK_M) = S tileᵀ / scale
+        pT = tl.math.exp2(qkT * qk_scale - lse[None, :] * 1.4426950408889634)   # recomputed P tileᵀ (exp2)
         if MASK:
             keep = m_valid[None, :]
             if CAUSAL:
                 keep = keep & (rows[None, :] >= offs_n[:, None])
             pT = tl.where(keep, pT, 0.0)
-        # reads dO once per K/V row block: N*d elements per row block
-        do = tl.load(DO + q_off, mask=q_mask, other=0.0)                 # (BLOCK_M, BLOCK_D)
+        if USE_TMA:
+            # reads dO once per K/V row block: N*d elements per row block
+            do = desc_do.load([b, h, start_m, 0]).reshape(BLOCK_M, BLOCK_D)
+        else:
+            # reads dO once per K/V row block: N*d elements per row block
+            do = tl.load(DO + q_off, mask=q_mask, other=0.0)           # (BLOCK_M, BLOCK_D)
         dv += tl.dot(pT.to(do.dtype), do)
         # reads delta once per K/V row block: N fp32 per row block
         delta = tl.load(DELTA + pid_bh * N + rows, mask=m_valid, other=0.0)  # (BLOCK_M,)
@@ -84,10 +97,11 @@ def _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, sm_scale, base, pid_bh, stride_
 
 
 @triton.jit
-def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale,
+def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale, DESC_Q, DESC_DO,
               stride_b, stride_h, stride_n, stride_d,
               H, N, D,
-              CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+              CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              BLOCK_D: tl.constexpr):
     # Q, K, V, dO, dK, dV share one (B, H, N, d) layout: the wrapper makes them contiguous.
     pid_n = tl.program_id(0)                      # which K/V row block
     pid_bh = tl.program_id(1)
@@ -116,12 +130,16 @@ def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale,
         mid = 0
     full = tl.maximum(mid, N // BLOCK_M * BLOCK_M)   # whole row blocks end here; a ragged last one follows
     # [lo, mid): blocks on the diagonal, masked; [mid, full): below it, unmasked; [full, N): ragged, masked
-    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, sm_scale, base, pid_bh, stride_n, stride_d,
-                         offs_n, offs_m, offs_d, d_valid, N, lo, mid, MASK=True, CAUSAL=CAUSAL, BLOCK_M=BLOCK_M)
-    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, sm_scale, base, pid_bh, stride_n, stride_d,
-                         offs_n, offs_m, offs_d, d_valid, N, mid, full, MASK=False, CAUSAL=CAUSAL, BLOCK_M=BLOCK_M)
-    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, sm_scale, base, pid_bh, stride_n, stride_d,
-                         offs_n, offs_m, offs_d, d_valid, N, full, N, MASK=True, CAUSAL=CAUSAL, BLOCK_M=BLOCK_M)
+    qk_scale = sm_scale * 1.4426950408889634          # exp(x) = exp2(x * log2(e)): fold log2(e) into the scale
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
+                         DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, lo, mid, MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA,
+                         BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
+                         DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, mid, full, MASK=False, CAUSAL=CAUSAL, USE_TMA=USE_TMA,
+                         BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
+                         DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, full, N, MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA,
+                         BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
     dk = dk * sm_scale
     # writes dK once: N*d elements per head
     tl.store(DK + kv_off, dk.to(DK.dtype.element_ty), mask=kv_mask)
@@ -130,21 +148,29 @@ def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale,
 
 
 @triton.jit
-def _dq_tiles(dq, q, do, lse, delta, K, V, sm_scale, base, stride_n, stride_d,
-              offs_m, offs_n, offs_d, d_valid, N, lo, hi,
-              MASK: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Stream K/V tiles [lo, hi) past one Q row block; MASK=False where the block sees every key whole."""
+def _dq_tiles(dq, q, do, lse, delta, K, V, qk_scale, base, stride_n, stride_d,
+              desc_k, desc_v, b, h, offs_m, offs_n, offs_d, d_valid, N, lo, hi,
+              MASK: tl.constexpr, CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_N: tl.constexpr,
+              BLOCK_D: tl.constexpr):
+    """Stream K/V tiles [lo, hi) past one Q row block; MASK=False where the block sees every key whole.
+    ``lse`` comes in log2 units; USE_TMA: K and V tiles through tensor descriptors (chapter 12)."""
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         n_valid = cols < N
         kv_mask = n_valid[:, None] & d_valid[None, :]
         kv_off = base + cols[:, None] * stride_n + offs_d[None, :] * stride_d
-        # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
-        k = tl.load(K + kv_off, mask=kv_mask, other=0.0)              # (BLOCK_N, BLOCK_D)
-        # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
-        v = tl.load(V + kv_off, mask=kv_mask, other=0.0)              # (BLOCK_N, BLOCK_D)
-        qk = tl.dot(q, tl.trans(k)) * sm_scale                        # (BLOCK_M, BLOCK_N)
-        p = tl.exp(qk - lse[:, None])
+        if USE_TMA:
+            # reads K and V once per Q row block: N*d elements each per row block (causal: up to the diagonal)
+            k = desc_k.load([b, h, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+            # reads V once per Q row block, like K above
+            v = desc_v.load([b, h, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+        else:
+            # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
+            k = tl.load(K + kv_off, mask=kv_mask, other=0.0)          # (BLOCK_N, BLOCK_D)
+            # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
+            v = tl.load(V + kv_off, mask=kv_mask, other=0.0)          # (BLOCK_N, BLOCK_D)
+        qk = tl.dot(q, tl.trans(k))                                   # (BLOCK_M, BLOCK_N) = S tile / scale
+        p = tl.math.exp2(qk * qk_scale - lse[:, None])
         if MASK:
             keep = n_valid[None, :] & (offs_m < N)[:, None]
             if CAUSAL:
@@ -157,11 +183,14 @@ def _dq_tiles(dq, q, do, lse, delta, K, V, sm_scale, base, stride_n, stride_d,
 
 
 @triton.jit
-def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale,
+def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale, DESC_K, DESC_V,
             stride_b, stride_h, stride_n, stride_d,
             H, N, D,
-            CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+            CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+            BLOCK_D: tl.constexpr):
     pid_m = tl.program_id(0)                      # which Q row block
+    if CAUSAL:                                    # causal: the last row blocks see the most keys, so launch them
+        pid_m = tl.num_programs(0) - 1 - pid_m    # first (longest first: no long program left for the tail)
     pid_bh = tl.program_id(1)
     b = pid_bh // H
     h = pid_bh % H
@@ -178,7 +207,7 @@ def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale,
     # reads dO once: N*d elements per head
     do = tl.load(DO + q_off, mask=q_mask, other=0.0)                  # (BLOCK_M, BLOCK_D)
     # reads L once: N fp32 per head
-    lse = tl.load(LSE + pid_bh * N + offs_m, mask=m_valid, other=0.0)     # (BLOCK_M,)
+    lse = tl.load(LSE + pid_bh * N + offs_m, mask=m_valid, other=0.0) * 1.4426950408889634  # (BLOCK_M,) log2
     # reads delta once: N fp32 per head
     delta = tl.load(DELTA + pid_bh * N + offs_m, mask=m_valid, other=0.0)  # (BLOCK_M,)
     dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
@@ -190,10 +219,13 @@ def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale,
         lo = N // BLOCK_N * BLOCK_N                  # whole tiles unmasked; a ragged last tile masked
         hi = N
     # rows past N load q = dO = 0 and L = delta = 0: their ds is 0, so unmasked tiles need no row mask either
-    dq = _dq_tiles(dq, q, do, lse, delta, K, V, sm_scale, base, stride_n, stride_d, offs_m, offs_n, offs_d,
-                   d_valid, N, 0, lo, MASK=False, CAUSAL=CAUSAL, BLOCK_N=BLOCK_N)
-    dq = _dq_tiles(dq, q, do, lse, delta, K, V, sm_scale, base, stride_n, stride_d, offs_m, offs_n, offs_d,
-                   d_valid, N, lo, hi, MASK=True, CAUSAL=CAUSAL, BLOCK_N=BLOCK_N)
+    qk_scale = sm_scale * 1.4426950408889634          # exp(x) = exp2(x * log2(e))
+    dq = _dq_tiles(dq, q, do, lse, delta, K, V, qk_scale, base, stride_n, stride_d, DESC_K, DESC_V, b, h,
+                   offs_m, offs_n, offs_d, d_valid, N, 0, lo, MASK=False, CAUSAL=CAUSAL, USE_TMA=USE_TMA,
+                   BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D)
+    dq = _dq_tiles(dq, q, do, lse, delta, K, V, qk_scale, base, stride_n, stride_d, DESC_K, DESC_V, b, h,
+                   offs_m, offs_n, offs_d, d_valid, N, lo, hi, MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA,
+                   BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D)
     dq = dq * sm_scale
     # writes dQ once: N*d elements per head
     tl.store(DQ + q_off, dq.to(DQ.dtype.element_ty), mask=q_mask)
@@ -201,13 +233,18 @@ def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale,
 
 def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, block_m: int | None = None,
                    block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None,
-                   dq_mode: str = "separate"):
+                   dq_mode: str = "separate", tma: bool | None = None):
     """Gradients (dq, dk, dv) of FlashAttention by recomputation (chapter 07); three launches.
 
     q, k, v, o, do: (B, H, N, d); lse: (B, H, N) fp32 from :func:`flash_forward`.
     ``dq_mode="separate"`` (the default): dK/dV and dQ in two kernels, no atomics (this module).
     ``dq_mode="atomic"``: FA2's one pass over K/V blocks, dQ summed with fp32 atomic adds and then cast to q's
     dtype (:mod:`flashsim.kernels.flash_bwd_atomic`); two launches.
+    Blocks: given ``block_m`` (Q rows) and ``block_n`` (K/V rows) hold for every launch, as the kernel view in
+    :mod:`flashsim.kernel_io` assumes. Without them, on a GPU each kernel takes its own tuned configuration
+    (:data:`flashsim.kernels._common.TUNED_H200`: the K/V pass wants few Q rows per step, the dQ pass many).
+    ``tma``: stream the tiles through tensor descriptors (chapter 12); None = :data:`BWD_TMA_DEFAULT` where
+    supported, never by default in the interpreter.
     """
     if dq_mode not in DQ_MODES:
         raise FlashsimError(f"dq_mode={dq_mode!r}: use one of {list(DQ_MODES)}")
@@ -217,18 +254,27 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
         raise FlashsimError(f"o {tuple(o.shape)} and do {tuple(do.shape)} must have q's shape {tuple(q.shape)}")
     if not isinstance(lse, torch.Tensor) or tuple(lse.shape) != (B, H, N) or lse.dtype != torch.float32:
         raise FlashsimError(f"lse must be the fp32 (B, H, N) = {(B, H, N)} logsumexp flash_forward returned")
-    dm, dn = default_blocks("flash_bwd", d)
-    block_m = check_block("block_m", block_m or dm)
-    block_n = check_block("block_n", block_n or dn)
     scale = scale_of(sm_scale, d)
     block_d = head_block(d)
     q, k, v, o, do = (t.contiguous() for t in (q, k, v, o, do))     # one (B, H, N, d) layout for all
     lse = lse.contiguous()
+    explicit = block_m is not None or block_n is not None
+    dm, dn = default_blocks("flash_bwd", d)
+    block_m = check_block("block_m", block_m or dm)
+    block_n = check_block("block_n", block_n or dn)
     extra = {}
     if num_warps is not None or block_d >= 128:
         extra["num_warps"] = num_warps or 8
     if num_stages is not None:
         extra["num_stages"] = num_stages
+
+    def launch(kernel: str) -> tuple[int, int, dict]:
+        """(BLOCK_M, BLOCK_N, launch options) of one kernel: the caller's, else the tuned ones on a GPU."""
+        tuned = None if explicit or dq_mode == "atomic" else tuned_config(kernel, block_d, causal)
+        if tuned is None:
+            return block_m, block_n, extra
+        return tuned[0], tuned[1], {"num_warps": num_warps or tuned[2], "num_stages": num_stages or tuned[3]}
+
     delta = poison_like(q, (B, H, N), torch.float32)                 # (B, H, N)
     _bwd_preprocess[(triton.cdiv(N, block_m), B * H)](o, do, delta, *o.stride(), *do.stride(), H, N, d,
                                                       BLOCK_M=block_m, BLOCK_D=block_d)
@@ -238,11 +284,17 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
         launch_dkdv_dq_atomic(q, k, v, do, dq32, dk, dv, lse, delta, scale, causal, block_m, block_n, block_d,
                               **extra)
         return dq32.to(q.dtype), dk, dv
+    with_tma = use_tma(tma, (q, k, v, do), d, block_d) if tma is not None else (
+        BWD_TMA_DEFAULT and use_tma(None, (q, k, v, do), d, block_d))
     dq, dk, dv = poison_like(q), poison_like(k), poison_like(v)      # (B, H, N, d) each, NaN until written
-    _bwd_dkdv[(triton.cdiv(N, block_n), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *q.stride(), H, N, d,
-                                                CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n,
-                                                BLOCK_D=block_d, **extra)
-    _bwd_dq[(triton.cdiv(N, block_m), B * H)](q, k, v, do, dq, lse, delta, scale, *q.stride(), H, N, d,
-                                              CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n,
-                                              BLOCK_D=block_d, **extra)
+    bm, bn, opts = launch("flash_bwd_dkdv")
+    descs = (tensor_desc(q, bm, block_d), tensor_desc(do, bm, block_d)) if with_tma else (None, None)
+    _bwd_dkdv[(triton.cdiv(N, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, *q.stride(), H, N, d,
+                                           CAUSAL=bool(causal), USE_TMA=with_tma, BLOCK_M=bm, BLOCK_N=bn,
+                                           BLOCK_D=block_d, **opts)
+    bm, bn, opts = launch("flash_bwd_dq")
+    descs = (tensor_desc(k, bn, block_d), tensor_desc(v, bn, block_d)) if with_tma else (None, None)
+    _bwd_dq[(triton.cdiv(N, bm), B * H)](q, k, v, do, dq, lse, delta, scale, *descs, *q.stride(), H, N, d,
+                                         CAUSAL=bool(causal), USE_TMA=with_tma, BLOCK_M=bm, BLOCK_N=bn,
+                                         BLOCK_D=block_d, **opts)
     return dq, dk, dv

@@ -20,50 +20,68 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import check_block, check_qkv, default_blocks, forward_launch_options, head_block, poison_like, scale_of
+from ._common import (check_block, check_qkv, default_blocks, forward_launch_options, head_block, poison_like,
+                      scale_of, tensor_desc, tuned_config, use_tma)
 
 
 @triton.jit
 def _fwd_tiles(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
-               offs_m, offs_n, offs_d, d_valid, N, qk_scale, lo, hi,
-               MASK: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr):
+               desc_k, desc_v, b, h, offs_m, offs_n, offs_d, d_valid, N, qk_scale, lo, hi,
+               MASK: tl.constexpr, CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_D: tl.constexpr):
     """Stream K/V tiles [lo, hi) past one Q tile. MASK=False for tiles every query of the block fully sees
-    (no key past N, none after the query): the FA2 trick of skipping the masking arithmetic there."""
+    (no key past N, none after the query): the FA2 trick of skipping the masking arithmetic there.
+    USE_TMA: K and V tiles come through tensor descriptors (Hopper's copy engine, chapter 12), not pointers."""
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         n_valid = cols < N
         kv_mask = n_valid[:, None] & d_valid[None, :]
-        k_ptrs = k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd
-        # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
-        k = tl.load(k_ptrs, mask=kv_mask, other=0.0)                 # (BLOCK_N, BLOCK_D)
-        qk = tl.dot(q, tl.trans(k)) * qk_scale                       # (BLOCK_M, BLOCK_N) scores, in SRAM only
+        if USE_TMA:
+            # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
+            k = desc_k.load([b, h, start_n, 0]).reshape(BLOCK_N, BLOCK_D)   # rows past N arrive as 0
+        else:
+            k_ptrs = k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd
+            # reads K once per Q row block: N*d elements per row block (causal: up to the diagonal)
+            k = tl.load(k_ptrs, mask=kv_mask, other=0.0)             # (BLOCK_N, BLOCK_D)
+        qk = tl.dot(q, tl.trans(k))                                  # (BLOCK_M, BLOCK_N) scores, in SRAM only
         if MASK:
             keep = n_valid[None, :]                                  # key rows past N score -inf
             if CAUSAL:
                 keep = keep & (offs_m[:, None] >= cols[None, :])     # keys after the query score -inf
-            qk = tl.where(keep, qk, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_new[:, None])                        # (BLOCK_M, BLOCK_N)
+            qk = tl.where(keep, qk * qk_scale, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, 1))
+            qk = qk - m_new[:, None]
+        else:
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)       # scale the row max, not every score ...
+            qk = qk * qk_scale - m_new[:, None]                      # ... and fold the scale into one FMA
+        p = tl.math.exp2(qk)                                         # (BLOCK_M, BLOCK_N)
         alpha = tl.math.exp2(m_i - m_new)                            # rescales what was summed so far
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
-        v_ptrs = v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd
-        # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
-        v = tl.load(v_ptrs, mask=kv_mask, other=0.0)                 # (BLOCK_N, BLOCK_D)
-        acc += tl.dot(p.to(v.dtype), v)
+        if USE_TMA:
+            # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
+            v = desc_v.load([b, h, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+        else:
+            v_ptrs = v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd
+            # reads V once per Q row block: N*d elements per row block (causal: up to the diagonal)
+            v = tl.load(v_ptrs, mask=kv_mask, other=0.0)             # (BLOCK_N, BLOCK_D)
+        acc = tl.dot(p.to(v.dtype), v, acc)                          # accumulate in place (one MMA chain)
         m_i = m_new
     return acc, l_i, m_i
 
 
 @triton.jit
-def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale,
+def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale, DESC_Q, DESC_K, DESC_V, DESC_O,
                       stride_qb, stride_qh, stride_qn, stride_qd,
                       stride_kb, stride_kh, stride_kn, stride_kd,
                       stride_vb, stride_vh, stride_vn, stride_vd,
                       stride_ob, stride_oh, stride_on, stride_od,
                       H, N, D,
-                      CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+                      CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     pid_m = tl.program_id(0)                      # which Q row block
+    if CAUSAL:                                    # causal: the last row blocks see the most keys, so launch them
+        pid_m = tl.num_programs(0) - 1 - pid_m    # first (longest first: no long program left for the tail)
     pid_bh = tl.program_id(1)                     # which (batch, head)
     b = pid_bh // H
     h = pid_bh % H
@@ -73,9 +91,13 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale,
     m_valid = offs_m < N
     d_valid = offs_d < D
 
-    q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd
-    # reads Q once: N*d elements per head, over all row blocks
-    q = tl.load(q_ptrs, mask=m_valid[:, None] & d_valid[None, :], other=0.0)   # (BLOCK_M, BLOCK_D)
+    if USE_TMA:
+        # reads Q once: N*d elements per head, over all row blocks
+        q = DESC_Q.load([b, h, pid_m * BLOCK_M, 0]).reshape(BLOCK_M, BLOCK_D)
+    else:
+        q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd
+        # reads Q once: N*d elements per head, over all row blocks
+        q = tl.load(q_ptrs, mask=m_valid[:, None] & d_valid[None, :], other=0.0)   # (BLOCK_M, BLOCK_D)
 
     k_base = K + b * stride_kb + h * stride_kh
     v_base = V + b * stride_vb + h * stride_vh
@@ -91,16 +113,20 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale,
         lo = N // BLOCK_N * BLOCK_N                  # whole tiles; only a ragged last tile needs a mask
         hi = N
     acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
-                               offs_m, offs_n, offs_d, d_valid, N, qk_scale, 0, lo,
-                               MASK=False, CAUSAL=CAUSAL, BLOCK_N=BLOCK_N)
+                               DESC_K, DESC_V, b, h, offs_m, offs_n, offs_d, d_valid, N, qk_scale, 0, lo,
+                               MASK=False, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D)
     acc, l_i, m_i = _fwd_tiles(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
-                               offs_m, offs_n, offs_d, d_valid, N, qk_scale, lo, hi,
-                               MASK=True, CAUSAL=CAUSAL, BLOCK_N=BLOCK_N)
+                               DESC_K, DESC_V, b, h, offs_m, offs_n, offs_d, d_valid, N, qk_scale, lo, hi,
+                               MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D)
 
     acc = acc / l_i[:, None]
-    o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od
-    # writes O once: N*d elements per head
-    tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=m_valid[:, None] & d_valid[None, :])
+    if USE_TMA:
+        # writes O once: N*d elements per head
+        DESC_O.store([b, h, pid_m * BLOCK_M, 0], acc.to(DESC_O.dtype).reshape(1, 1, BLOCK_M, BLOCK_D))  # rows past N dropped
+    else:
+        o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od
+        # writes O once: N*d elements per head
+        tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=m_valid[:, None] & d_valid[None, :])
     lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453             # natural-log logsumexp, fp32
     # writes LSE once: N fp32 elements per head
     tl.store(LSE + pid_bh * N + offs_m, lse, mask=m_valid)
@@ -108,24 +134,35 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale,
 
 def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale=None,
                   block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
-                  num_stages: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                  num_stages: int | None = None, tma: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """O = softmax(Q Kᵀ · sm_scale) V, FlashAttention-2 style (chapter 05; causal: chapter 08).
 
     q, k, v: (B, H, N, d). Returns (o, lse): o (B, H, N, d) in q's dtype, lse (B, H, N) fp32 natural-log
     logsumexp of each score row (what the backward pass needs).
+    ``tma``: load Q, K, V and store O through tensor descriptors (Hopper's TMA copy engine, chapter 12) instead
+    of pointers. None (default): on a GPU that supports it, with the launch configuration tuned for it when no
+    blocks are given; never by default in the interpreter. The bytes moved are the same either way.
     """
     B, H, N, d = check_qkv(q, k, v)
+    scale = scale_of(sm_scale, d)
+    block_d = head_block(d)
+    with_tma = use_tma(tma, (q, k, v), d, block_d)
+    tuned = tuned_config("flash_fwd", block_d, causal) if with_tma and block_m is None and block_n is None else None
+    if tuned:
+        block_m, block_n = tuned[:2]
+        num_warps = num_warps or tuned[2]
+        num_stages = num_stages or tuned[3]
     dm, dn = default_blocks("flash_fwd", d)
     block_m = check_block("block_m", block_m or dm)
     block_n = check_block("block_n", block_n or dn)
-    scale = scale_of(sm_scale, d)
-    block_d = head_block(d)
     o = poison_like(q)                                        # (B, H, N, d), NaN until written
     lse = poison_like(q, (B, H, N), torch.float32)            # (B, H, N)
     grid = (triton.cdiv(N, block_m), B * H)
     extra = forward_launch_options(block_d, block_m, num_warps, num_stages)
-    _flash_fwd_kernel[grid](q, k, v, o, lse, scale,
+    descs = ((tensor_desc(q, block_m, block_d), tensor_desc(k, block_n, block_d), tensor_desc(v, block_n, block_d),
+              tensor_desc(o, block_m, block_d)) if with_tma else (None,) * 4)
+    _flash_fwd_kernel[grid](q, k, v, o, lse, scale, *descs,
                             *q.stride(), *k.stride(), *v.stride(), *o.stride(),
-                            H, N, d, CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d,
-                            **extra)
+                            H, N, d, CAUSAL=bool(causal), USE_TMA=with_tma, BLOCK_M=block_m, BLOCK_N=block_n,
+                            BLOCK_D=block_d, **extra)
     return o, lse
