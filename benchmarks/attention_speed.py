@@ -464,7 +464,7 @@ def markdown(result: dict, json_name: str) -> str:
     v = result["versions"]
     out = [f"# Attention speed on {v.get('gpu')}: ours vs PyTorch SDPA (flash, cuDNN, efficient) and naive", "",
            f"- date (UTC): {v.get('date_utc')}; GPU: {v.get('gpu')} ({v.get('sms')} SMs); nvidia-smi "
-           f"(driver, SM/mem clocks, max SM clock, power limit): {v.get('driver_clocks')}",
+           f"(driver, SM/mem clocks, max SM clock, power limit): {v.get('driver') or v.get('driver_clocks')}",
            f"- python {v.get('python')}, torch {v.get('torch')} (CUDA {v.get('cuda')}, cuDNN {v.get('cudnn')}), "
            f"triton {v.get('triton')}, numpy {v.get('numpy')}",
            f"- command: `{v.get('command')}`",
