@@ -24,7 +24,12 @@ Concurrency model (stated, not measured):
 * Each launch starts cold (Nsight Compute flushes caches before each profiled kernel, ``--cache-control all``).
 
 Not modelled: set conflicts, the real replacement policy, sector (32 B) granularity of partially used lines,
-prefetch, and programs drifting out of lockstep. The H100/H200 L2's split into two partitions (lines all SMs read
+prefetch, and programs drifting out of lockstep. Two consequences measured on an H200 (benchmarks/results/
+kernels_h200_2026-11-30.md): (1) when resident programs start at staggered times and stream the same tiles (a
+causal dQ pass launched shortest first), real programs that hit in L2 run faster and catch up with the ones
+ahead, so reuse is far better than lockstep LRU predicts (15 GB measured vs 50 GB modelled at N=131072; the
+kernels now launch longest first, where both give 1.25 GB); (2) a stream just over the modelled capacity is
+lost completely by a strict LRU but only partly by the real L2 (+14% to +24% for one head's 33.5 MB K/V). The H100/H200 L2's split into two partitions (lines all SMs read
 are kept in both) can be modelled two ways: pass half the L2 as ``l2_bytes`` (what
 :func:`flashsim.kernel_io.kernel_dram` does by default, calibrated on an H200: flash kernels within 4% of ncu),
 or ``shared_cost=2.0`` (a tile more than one program touches occupies twice its bytes).

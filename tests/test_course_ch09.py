@@ -41,10 +41,15 @@ def test_l2_rows_model_and_json(tmp_path):
                                                   "dram_read_bytes": 5, "dram_write_bytes": 1}},
                            "simulated": {"load_bytes": 10, "store_bytes": 2, "dram_read_bytes": 4,
                                          "dram_write_bytes": 1}}]}
+    tma_row = json.loads(json.dumps(fake["ncu_sweep"][0]))          # a TMA row: its L1 counters miss the copies
+    tma_row["set"] = "tma"
+    tma_row["measured"]["total"]["global_load_bytes"] = 0
+    fake["ncu_sweep"].append(tma_row)
     path = tmp_path / "kernels_h200_test.json"
     path.write_text(json.dumps(fake))
     got = widgets.l2_rows(path=str(path))
     assert got["source"].startswith("ncu on H200") and got["rows"][0]["dram_measured"] == 6
+    assert len(got["rows"]) == 1                                     # the TMA row is not a requested-byte compare
     assert plots.plot_l2_rows(got) is not None and plots.plot_l2_rows(model) is not None
 
 

@@ -170,8 +170,8 @@ def _rows_from_json(path: str, kernel: str, max_tiles: int = 300_000) -> list:
     rows = []
     for r in result.get("ncu_sweep", []):
         cfg, m, s = r.get("config", {}), r.get("measured") or {}, r.get("simulated") or {}
-        if cfg.get("kernel") != kernel or "total" not in m:
-            continue
+        if cfg.get("kernel") != kernel or "total" not in m or r.get("set") == "tma":
+            continue                    # TMA copies bypass the counters of requested bytes: not comparable here
         t = m["total"]
         args = (kernel, cfg["n"], cfg["d"], cfg.get("block_m", 128), cfg.get("block_n", 64))
         kw = dict(causal=bool(cfg.get("causal")), dtype=cfg.get("dtype", "fp16"), batch=cfg.get("batch", 1),
