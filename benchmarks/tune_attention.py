@@ -36,9 +36,85 @@ import triton.language as tl  # noqa: E402
 TOKENS, WIDTH = 16384, 2048
 
 
+# --- experiment: two Q half-tiles per program, updated alternately ("ping-pong" within one program) --------------
+# FA3 overlaps one warpgroup's softmax with another's matrix multiplies. Triton 3.6 cannot warp-specialize on sm_90,
+# but a program that holds two independent halves gives the scheduler the same freedom: the async MMA of one half
+# can run while the other half's exponentials are computed. Not in the package: measured here first.
+
+@triton.jit
+def _pp_half(acc, l_i, m_i, qk, v, cols, offs_m, N, qk_scale, MASK: tl.constexpr, CAUSAL: tl.constexpr):
+    if MASK:
+        keep = (cols < N)[None, :]
+        if CAUSAL:
+            keep = keep & (offs_m[:, None] >= cols[None, :])
+        qk = tl.where(keep, qk * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        qk = qk - m_new[:, None]
+    else:
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        qk = qk * qk_scale - m_new[:, None]
+    p = tl.math.exp2(qk)
+    alpha = tl.math.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+    return acc, l_i, m_new
+
+
+@triton.jit
+def _pp_tiles(acc0, l0, m0, acc1, l1, m1, q0, q1, desc_k, desc_v, b, h, offs_m0, offs_m1, offs_n, N, qk_scale,
+              lo, hi, MASK: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    for start_n in range(lo, hi, BLOCK_N):
+        k = desc_k.load([b, h, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+        v = desc_v.load([b, h, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
+        cols = start_n + offs_n
+        qk0 = tl.dot(q0, k.T)
+        qk1 = tl.dot(q1, k.T)
+        acc0, l0, m0 = _pp_half(acc0, l0, m0, qk0, v, cols, offs_m0, N, qk_scale, MASK, CAUSAL)
+        acc1, l1, m1 = _pp_half(acc1, l1, m1, qk1, v, cols, offs_m1, N, qk_scale, MASK, CAUSAL)
+    return acc0, l0, m0, acc1, l1, m1
+
+
+@triton.jit
+def _fwd_pingpong_kernel(DESC_Q, DESC_K, DESC_V, DESC_O, LSE, sm_scale, H, N, CAUSAL: tl.constexpr,
+                         HALF: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid_m = tl.program_id(0)
+    if CAUSAL:
+        pid_m = tl.num_programs(0) - 1 - pid_m
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    start = pid_m * 2 * HALF
+    offs_m0 = start + tl.arange(0, HALF)
+    offs_m1 = offs_m0 + HALF
+    offs_n = tl.arange(0, BLOCK_N)
+    q0 = DESC_Q.load([b, h, start, 0]).reshape(HALF, BLOCK_D)
+    q1 = DESC_Q.load([b, h, start + HALF, 0]).reshape(HALF, BLOCK_D)
+    m0 = tl.full([HALF], float("-inf"), dtype=tl.float32)
+    m1 = tl.full([HALF], float("-inf"), dtype=tl.float32)
+    l0 = tl.zeros([HALF], dtype=tl.float32)
+    l1 = tl.zeros([HALF], dtype=tl.float32)
+    acc0 = tl.zeros([HALF, BLOCK_D], dtype=tl.float32)
+    acc1 = tl.zeros([HALF, BLOCK_D], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    if CAUSAL:
+        lo = start // BLOCK_N * BLOCK_N
+        hi = tl.minimum(start + 2 * HALF, N)
+    else:
+        lo = N // BLOCK_N * BLOCK_N
+        hi = N
+    acc0, l0, m0, acc1, l1, m1 = _pp_tiles(acc0, l0, m0, acc1, l1, m1, q0, q1, DESC_K, DESC_V, b, h, offs_m0,
+                                           offs_m1, offs_n, N, qk_scale, 0, lo, False, CAUSAL, BLOCK_N, BLOCK_D)
+    acc0, l0, m0, acc1, l1, m1 = _pp_tiles(acc0, l0, m0, acc1, l1, m1, q0, q1, DESC_K, DESC_V, b, h, offs_m0,
+                                           offs_m1, offs_n, N, qk_scale, lo, hi, True, CAUSAL, BLOCK_N, BLOCK_D)
+    DESC_O.store([b, h, start, 0], (acc0 / l0[:, None]).to(DESC_O.dtype).reshape(1, 1, HALF, BLOCK_D))
+    DESC_O.store([b, h, start + HALF, 0], (acc1 / l1[:, None]).to(DESC_O.dtype).reshape(1, 1, HALF, BLOCK_D))
+    tl.store(LSE + pid_bh * N + offs_m0, (m0 + tl.math.log2(l0)) * 0.6931471805599453, mask=offs_m0 < N)
+    tl.store(LSE + pid_bh * N + offs_m1, (m1 + tl.math.log2(l1)) * 0.6931471805599453, mask=offs_m1 < N)
+
+
 # --- the sweep ---------------------------------------------------------------------------------------------------
 
-def configs(shapes, wide=False):
+def configs(shapes, wide=False, pingpong=False):
     """Wide: the first sweep's grid (pointer loads). Otherwise: around its winners, pointer loads vs TMA."""
     out = []
     for d, causal in shapes:
@@ -53,6 +129,13 @@ def configs(shapes, wide=False):
             for bm, bn, w, s in itertools.product((64, 128), (16, 32, 64, 128), (4, 8), (2, 3, 4)):
                 if not ((w == 8 and bm * bn < 64 * 64) or bn > bm):
                     out.append(dict(kernel="dq", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, tma=False))
+            continue
+        if pingpong:
+            for half, bn, w, st in ((64, 64, 4, 2), (64, 64, 8, 2), (64, 128, 4, 2), (64, 128, 8, 2), (64, 64, 4, 3),
+                                    (64, 64, 8, 3), (64, 32, 4, 3), (128, 64, 8, 2), (32, 128, 4, 2)):
+                out.append(dict(kernel="fwd_pp", d=d, causal=causal, bm=2 * half, bn=bn, w=w, s=st, tma=True))
+            for bm, bn, w, st in ((64, 128, 4, 2), (128, 64, 4, 2), (64, 64, 4, 3)):
+                out.append(dict(kernel="fwd", d=d, causal=causal, bm=bm, bn=bn, w=w, s=st, tma=True))
             continue
         near = {"fwd": [(64, 128, 4, 2), (128, 64, 4, 2), (64, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3),
                         (64, 128, 4, 3), (128, 128, 8, 2), (128, 64, 4, 3)],
@@ -110,6 +193,15 @@ def launcher(c, x):
                                                            *k.stride(), *v.stride(), *o.stride(), H, n, d,
                                                            CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn,
                                                            BLOCK_D=d, **opts)
+        return run, lambda: err(o, x["o"])
+    if kern == "fwd_pp":
+        o = torch.empty_like(q)
+        lse2 = torch.empty_like(lse)
+        descs = (desc(q, bm // 2), desc(k, bn), desc(v, bn), desc(o, bm // 2))
+
+        def run():
+            _fwd_pingpong_kernel[(triton.cdiv(n, bm), B * H)](*descs, lse2, scale, H, n, CAUSAL=causal, HALF=bm // 2,
+                                                              BLOCK_N=bn, BLOCK_D=d, **opts)
         return run, lambda: err(o, x["o"])
     if kern == "dkdv":
         dk, dv = torch.empty_like(k), torch.empty_like(v)
@@ -172,6 +264,8 @@ def main(argv=None):
     ap.add_argument("--kernels", default="fwd,dkdv,dq,atomic")
     ap.add_argument("--wide", action="store_true", help="the first sweep's wide grid (pointer loads only)")
     ap.add_argument("--d", default="64,128")
+    ap.add_argument("--pingpong", action="store_true",
+                    help="the two-half-tile forward experiment next to the package forward (use --kernels fwd,fwd_pp)")
     args = ap.parse_args(argv)
     t_start = time.time()
     import concurrent.futures as cf
@@ -182,7 +276,7 @@ def main(argv=None):
     from flashsim.provenance import run_info
     kernels = args.kernels.split(",")
     shapes = [(int(d), c) for d in args.d.split(",") for c in (False, True)]
-    todo = [c for c in configs(shapes, args.wide) if c["kernel"] in kernels]
+    todo = [c for c in configs(shapes, args.wide, args.pingpong) if c["kernel"] in kernels]
     print(f"{len(todo)} configs; compiling with {args.jobs} workers", flush=True)
     compile_err = {}
     # TMA configs in a pool of their own: a compiler crash there must not cost the others
@@ -247,7 +341,7 @@ def main(argv=None):
     from benchmarks.attention_speed import flops
     for (kern, d, causal, _), r in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0], kv[0][3])):
         B, H = max(1, TOKENS // args.n), WIDTH // d
-        mode = "fwd" if kern.startswith("fwd") else "bwd"
+        mode = "fwd" if kern.startswith("fwd") else "bwd"  # fwd, fwd_pp
         extra = f" tma={r.get('tma', False)}"
         print(f"d={d:3d} causal={causal!s:5} {kern:8s} bm={r['bm']:3d} bn={r['bn']:3d} w={r['w']} s={r['s']}{extra} "
               f"{r['ms']:.3f} ms  {flops(mode, B, H, args.n, d, causal) / r['ms'] / 1e9:.0f} TFLOP/s(if alone)")
