@@ -4,7 +4,8 @@ warps, pipeline stages and pointer vs tensor-descriptor (TMA) loads.
     PYTHONPATH=$PWD python benchmarks/tune_attention.py --out $OUT [--wide] [--n 4096] [--budget-s 480]
 
 ``--wide``: the first sweep's grid (pointer loads; it chose flashsim.kernels._common.TUNED_H200). Default: the
-configurations near its winners, each with pointer loads and with TMA.
+configurations near its winners, each with pointer loads and with TMA. ``--pingpong --kernels fwd,fwd_pp``: the
+experimental two-half-tile forward below next to the package forward (it did not help on the H200).
 
 Shapes: fp16, d in {64, 128}, causal or not, N = --n, batch = 16384/N, heads = 2048/d (the speed grid's shapes).
 Kernels, each launched directly (flashsim.kernels' own jit functions):

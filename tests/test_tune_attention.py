@@ -1,0 +1,31 @@
+"""benchmarks/tune_attention.py: its configurations are valid and every kernel launcher computes the right thing
+(in the interpreter, at tiny sizes; the timing itself only runs on a GPU)."""
+import flashsim.kernels  # noqa: F401,I001  (before triton: decides TRITON_INTERPRET)
+import pytest
+
+from benchmarks import tune_attention as T
+
+SHAPES = [(64, False), (64, True), (128, False), (128, True)]
+
+
+def test_configs_are_valid_tiles():
+    for kw in ({}, {"wide": True}, {"pingpong": True}):
+        cs = T.configs(SHAPES, **kw)
+        assert cs and len({repr(sorted(c.items())) for c in cs}) == len(cs)          # no duplicates
+        for c in cs:
+            assert c["kernel"] in ("fwd", "fwd_pp", "dkdv", "dq", "atomic")
+            assert all(x >= 16 and x & (x - 1) == 0 for x in (c["bm"], c["bn"])) and c["w"] in (4, 8)
+            if c["kernel"] == "dq":
+                assert c["bn"] <= c["bm"]                       # K/V tiles no taller than the resident Q block
+    assert {c["tma"] for c in T.configs(SHAPES)} == {False, True}
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_launcher_matches_the_package_defaults(causal):
+    x = T.inputs(32, causal, 80, device="cpu", batch=1, heads=2)            # ragged: 80 rows, 32-row blocks
+    for c in (dict(kernel="fwd", bm=32, bn=16, tma=True), dict(kernel="fwd_pp", bm=64, bn=32, tma=True),
+              dict(kernel="dkdv", bm=16, bn=32, tma=True), dict(kernel="dq", bm=32, bn=16, tma=False),
+              dict(kernel="atomic", bm=16, bn=32)):
+        run, check = T.launcher(dict(c, d=32, causal=causal, w=4, s=2), x)
+        run()
+        assert check() < 1e-3, c
