@@ -273,6 +273,8 @@ def main(argv=None):
     import multiprocessing as mp
 
     import torch
+    from tqdm import tqdm
+
     from flashsim.measure import bench
     from flashsim.provenance import run_info
     kernels = args.kernels.split(",")
@@ -286,7 +288,7 @@ def main(argv=None):
         try:
             with cf.ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("spawn")) as pool:
                 futs = {pool.submit(_compile_worker, b): b for b in batches}
-                for fut in cf.as_completed(futs):
+                for fut in tqdm(cf.as_completed(futs), total=len(futs), desc="compile batches", leave=False):
                     try:
                         res = fut.result()
                     except Exception as exc:              # a worker died (compiler crash): its whole batch
@@ -307,11 +309,13 @@ def main(argv=None):
     date = time.strftime("%Y-%m-%d", time.gmtime())
     path = os.path.join(args.out, f"tune_{date}.json")
     info = run_info(" ".join(["python"] + sys.argv))
+    bar = tqdm(total=sum(json.dumps(c, sort_keys=True) not in compile_err for c in todo), desc="timing", leave=False)
     for d, causal in shapes:
         x = inputs(d, causal, args.n)
         for c in todo:
             if (c["d"], c["causal"]) != (d, causal) or json.dumps(c, sort_keys=True) in compile_err:
                 continue
+            bar.update()
             if time.time() - t_start > args.budget_s:
                 break
             r = dict(c)
@@ -328,6 +332,7 @@ def main(argv=None):
         torch.cuda.empty_cache()
         with open(path, "w") as f:
             json.dump(dict(info=info, n=args.n, results=results, compile_errors=compile_err), f, indent=1)
+    bar.close()
     # best per (kernel, shape), then the best full backward per shape
     print(f"\n{len(results)} timed in {time.time() - t_start:.0f} s; N={args.n}; ms (err vs defaults)")
     best = {}

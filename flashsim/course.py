@@ -212,7 +212,8 @@ COURSE_MAP = [
     ("11", "11_pitfalls.ipynb", "Pitfalls",
      "short sequences, mask/dtype mismatches, not sub-quadratic, the missing-rescale bug and its drift"),
     ("12", "12_final_exercise.ipynb", "Final exercise",
-     "write the FlashAttention forward kernel in Triton; graded on output, IO and (on a GPU) speed"),
+     "write the FlashAttention forward kernel in Triton; graded on output, IO and (on a GPU) speed; what an H200 "
+     "adds: tuned launch configurations, pipelining, TMA copies, longest-first scheduling, warp specialization"),
     ("13", "13_beyond_one_gpu.ipynb", "Beyond one GPU",
      "flash-decoding (split K/V, logsumexp combine), ring attention stepped, the overlap condition, "
      "a real ring with torch.distributed"),
