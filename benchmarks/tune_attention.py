@@ -115,10 +115,24 @@ def _fwd_pingpong_kernel(DESC_Q, DESC_K, DESC_V, DESC_O, LSE, sm_scale, H, N, CA
 
 # --- the sweep ---------------------------------------------------------------------------------------------------
 
-def configs(shapes, wide=False, pingpong=False):
+def parse_spec(spec: str) -> list[dict]:
+    """Configurations from ``--spec``: comma-separated ``kernel:BMxBN:warps:stages[:tma]``, e.g.
+    ``fwd:256x64:8:2:tma,fwd:128x64:4:2:tma``."""
+    out = []
+    for item in filter(None, spec.split(",")):
+        kernel, blocks, w, st, *rest = item.split(":")
+        bm, bn = (int(x) for x in blocks.split("x"))
+        out.append(dict(kernel=kernel, bm=bm, bn=bn, w=int(w), s=int(st), tma=rest == ["tma"]))
+    return out
+
+
+def configs(shapes, wide=False, pingpong=False, spec=None):
     """Wide: the first sweep's grid (pointer loads). Otherwise: around its winners, pointer loads vs TMA."""
     out = []
     for d, causal in shapes:
+        if spec:
+            out += [dict(c, d=d, causal=causal) for c in parse_spec(spec)]
+            continue
         if wide:
             for bm, bn, w, s in itertools.product((64, 128), (32, 64, 128), (4, 8), (2, 3, 4)):
                 if not (w == 8 and bm * bn < 64 * 64):
@@ -190,7 +204,7 @@ def launcher(c, x):
         descs = (desc(q, bm), desc(k, bn), desc(v, bn), desc(o, bm)) if tma else (None,) * 4
 
         def run():
-            _flash_fwd_kernel[(triton.cdiv(n, bm), B * H)](q, k, v, o, lse2, scale, *descs, *q.stride(),
+            return _flash_fwd_kernel[(triton.cdiv(n, bm), B * H)](q, k, v, o, lse2, scale, *descs, *q.stride(),
                                                            *k.stride(), *v.stride(), *o.stride(), H, n, d,
                                                            CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn,
                                                            BLOCK_D=d, **opts)
@@ -201,15 +215,15 @@ def launcher(c, x):
         descs = (desc(q, bm // 2), desc(k, bn), desc(v, bn), desc(o, bm // 2))
 
         def run():
-            _fwd_pingpong_kernel[(triton.cdiv(n, bm), B * H)](*descs, lse2, scale, H, n, CAUSAL=causal, HALF=bm // 2,
-                                                              BLOCK_N=bn, BLOCK_D=d, **opts)
+            return _fwd_pingpong_kernel[(triton.cdiv(n, bm), B * H)](*descs, lse2, scale, H, n, CAUSAL=causal,
+                                                                     HALF=bm // 2, BLOCK_N=bn, BLOCK_D=d, **opts)
         return run, lambda: err(o, x["o"])
     if kern == "dkdv":
         dk, dv = torch.empty_like(k), torch.empty_like(v)
         descs = (desc(q, bm), desc(do, bm)) if tma else (None, None)
 
         def run():
-            _bwd_dkdv[(triton.cdiv(n, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, *q.stride(),
+            return _bwd_dkdv[(triton.cdiv(n, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, *q.stride(),
                                                    H, n, d, CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn,
                                                    BLOCK_D=d, **opts)
         return run, lambda: max(err(dk, x["dk"]), err(dv, x["dv"]))
@@ -218,7 +232,7 @@ def launcher(c, x):
         descs = (desc(k, bn), desc(v, bn)) if tma else (None, None)
 
         def run():
-            _bwd_dq[(triton.cdiv(n, bm), B * H)](q, k, v, do, dq, lse, delta, scale, *descs, *q.stride(), H, n, d,
+            return _bwd_dq[(triton.cdiv(n, bm), B * H)](q, k, v, do, dq, lse, delta, scale, *descs, *q.stride(), H, n, d,
                                                  CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d,
                                                  **opts)
         return run, lambda: err(dq, x["dq"])
@@ -228,7 +242,7 @@ def launcher(c, x):
 
         def run():
             dq32.zero_()                              # part of the atomic variant's cost
-            _bwd_dkdv_dq_atomic[(triton.cdiv(n, bn), B * H)](q, k, v, do, dq32, dk, dv, lse, delta, scale,
+            return _bwd_dkdv_dq_atomic[(triton.cdiv(n, bn), B * H)](q, k, v, do, dq32, dk, dv, lse, delta, scale,
                                                              *q.stride(), H, n, d, CAUSAL=causal, BLOCK_M=bm,
                                                              BLOCK_N=bn, BLOCK_D=d, **opts)
         return run, lambda: max(err(dk, x["dk"]), err(dv, x["dv"]), err(dq32, x["dq"]))
@@ -265,6 +279,8 @@ def main(argv=None):
     ap.add_argument("--kernels", default="fwd,dkdv,dq,atomic")
     ap.add_argument("--wide", action="store_true", help="the first sweep's wide grid (pointer loads only)")
     ap.add_argument("--d", default="64,128")
+    ap.add_argument("--spec", help="only these configurations: kernel:BMxBN:warps:stages[:tma],... (see parse_spec)")
+    ap.add_argument("--regs", action="store_true", help="also print registers, spills and shared memory per config")
     ap.add_argument("--pingpong", action="store_true",
                     help="the two-half-tile forward experiment next to the package forward (use --kernels fwd,fwd_pp)")
     args = ap.parse_args(argv)
@@ -279,7 +295,7 @@ def main(argv=None):
     from flashsim.provenance import run_info
     kernels = args.kernels.split(",")
     shapes = [(int(d), c) for d in args.d.split(",") for c in (False, True)]
-    todo = [c for c in configs(shapes, args.wide, args.pingpong) if c["kernel"] in kernels]
+    todo = [c for c in configs(shapes, args.wide, args.pingpong, args.spec) if c["kernel"] in kernels]
     print(f"{len(todo)} configs; compiling with {args.jobs} workers", flush=True)
     compile_err = {}
     # TMA configs in a pool of their own: a compiler crash there must not cost the others
@@ -321,8 +337,11 @@ def main(argv=None):
             r = dict(c)
             try:
                 run, check = launcher(c, x)
-                run()
+                handle = run()                    # the compiled kernel: registers, spills, shared memory
                 torch.cuda.synchronize()
+                if args.regs and hasattr(handle, "n_regs"):
+                    r.update(regs=handle.n_regs, spills=handle.n_spills,
+                             smem=getattr(handle.metadata, "shared", None))
                 r["err"] = check()
                 r["ms"] = bench(run, warmup=5, rep=25)
             except Exception as exc:
@@ -349,6 +368,8 @@ def main(argv=None):
         B, H = max(1, TOKENS // args.n), WIDTH // d
         mode = "fwd" if kern.startswith("fwd") else "bwd"  # fwd, fwd_pp
         extra = f" tma={r.get('tma', False)}"
+        if "regs" in r:
+            extra += f" regs={r['regs']} spills={r['spills']} smem={r['smem']}"
         print(f"d={d:3d} causal={causal!s:5} {kern:8s} bm={r['bm']:3d} bn={r['bn']:3d} w={r['w']} s={r['s']}{extra} "
               f"{r['ms']:.3f} ms  {flops(mode, B, H, args.n, d, causal) / r['ms'] / 1e9:.0f} TFLOP/s(if alone)")
     for d, causal in shapes:

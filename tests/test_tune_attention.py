@@ -18,6 +18,9 @@ def test_configs_are_valid_tiles():
             if c["kernel"] == "dq":
                 assert c["bn"] <= c["bm"]                       # K/V tiles no taller than the resident Q block
     assert {c["tma"] for c in T.configs(SHAPES)} == {False, True}
+    spec = T.configs([(64, True)], spec="fwd:256x64:8:2:tma,dq:128x32:4:3")
+    assert spec == [dict(kernel="fwd", bm=256, bn=64, w=8, s=2, tma=True, d=64, causal=True),
+                    dict(kernel="dq", bm=128, bn=32, w=4, s=3, tma=False, d=64, causal=True)]
 
 
 @pytest.mark.parametrize("causal", [False, True])
