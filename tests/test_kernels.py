@@ -204,3 +204,13 @@ def test_interpreter_never_picks_tma_or_tuned_configs_by_default():
     for (kernel, block_d, causal), (bm, bn, warps, stages) in TUNED_H200.items():
         assert kernel in ("flash_fwd", "flash_bwd_dkdv", "flash_bwd_dq") and isinstance(causal, bool)
         assert all(x >= 16 and x & (x - 1) == 0 for x in (bm, bn, block_d)) and warps in (4, 8) and stages >= 1
+
+
+def test_tuned_configs_only_on_hopper(monkeypatch):
+    from flashsim.kernels import _common
+    monkeypatch.setattr(_common, "interpreting", lambda: False)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (8, 0))      # an A100
+    assert _common.tuned_config("flash_bwd_dq", 128, False) is None                    # 197 KB smem: not there
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))      # an H100/H200
+    assert _common.tuned_config("flash_bwd_dq", 128, False) == _common.TUNED_H200[("flash_bwd_dq", 128, False)]
+    assert _common.tuned_config("flash_bwd_dq", 256, False) is None                    # no entry: default blocks

@@ -17,7 +17,7 @@ Interpreter mode is decided here, once, at import: Triton reads ``TRITON_INTERPR
 :data:`INTERPRETER` tells which mode is in force. In the interpreter the kernels take CPU tensors, fp32 or fp16
 (bf16 raises :class:`flashsim.errors.FlashsimError`); on a GPU they take CUDA tensors, fp16, bf16 or fp32.
 Block sizes are explicit arguments (no autotuning: the interpreter cannot autotune, and the IO the simulator
-predicts depends on the blocks), with per-mode defaults from :func:`default_blocks`. On a GPU, calls without
+predicts depends on the blocks), with per-mode defaults from :func:`default_blocks`. On a Hopper GPU, calls without
 blocks take the launch configurations tuned on an H200 (``_common.TUNED_H200``, chapter 12), and on Hopper the
 flash kernels copy tiles through tensor descriptors (TMA, ``tma=None``); in the interpreter neither happens by
 default, so :func:`flashsim.measure.count_io` sees the pointer loads the kernel view models.

@@ -43,8 +43,8 @@ def default_blocks(kernel: str, d: int = 64) -> tuple[int, int]:
 #: Launch configurations tuned on an NVIDIA H200 (benchmarks/tune_attention.py; the sweeps are in
 #: benchmarks/results/tune_h200_2026-11-30*.json), by kernel, padded head dim and causal flag: (BLOCK_M, BLOCK_N,
 #: num_warps, num_stages). BLOCK_M counts Q rows and BLOCK_N K/V rows in every kernel; the forward and both
-#: backward kernels load through tensor descriptors (TMA) with these. Used on a GPU when the caller gives no
-#: blocks; other head dims keep :func:`default_blocks`.
+#: backward kernels load through tensor descriptors (TMA) with these. Used when the caller gives no
+#: blocks, on Hopper GPUs only; other GPUs and head dims keep :func:`default_blocks`.
 TUNED_H200 = {}
 for _causal in (False, True):
     for _d in (16, 32, 64):
@@ -57,8 +57,13 @@ for _causal in (False, True):
 
 
 def tuned_config(kernel: str, block_d: int, causal: bool):
-    """(BLOCK_M, BLOCK_N, num_warps, num_stages) from :data:`TUNED_H200`, or None (interpreter, or no entry)."""
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages) from :data:`TUNED_H200`, or None: in the interpreter, for head
+    dims without an entry, and on GPUs other than Hopper (compute capability 9.x), whose shared memory and
+    registers the H200's choices may not fit (the d=128 dQ pass asks for 197 KB of shared memory)."""
     if interpreting():
+        return None
+    import torch
+    if torch.cuda.get_device_capability()[0] != 9:
         return None
     return TUNED_H200.get((kernel, block_d, bool(causal)))
 

@@ -241,7 +241,7 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     ``dq_mode="atomic"``: FA2's one pass over K/V blocks, dQ summed with fp32 atomic adds and then cast to q's
     dtype (:mod:`flashsim.kernels.flash_bwd_atomic`); two launches.
     Blocks: given ``block_m`` (Q rows) and ``block_n`` (K/V rows) hold for every launch, as the kernel view in
-    :mod:`flashsim.kernel_io` assumes. Without them, on a GPU each kernel takes its own tuned configuration
+    :mod:`flashsim.kernel_io` assumes. Without them, on a Hopper GPU each kernel takes its own tuned configuration
     (:data:`flashsim.kernels._common.TUNED_H200`: the K/V pass wants few Q rows per step, the dQ pass many).
     ``tma``: stream the tiles through tensor descriptors (chapter 12); None = :data:`BWD_TMA_DEFAULT` where
     supported, never by default in the interpreter.
