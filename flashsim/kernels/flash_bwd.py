@@ -132,14 +132,14 @@ def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale, DESC_Q, DESC_DO,
     # [lo, mid): blocks on the diagonal, masked; [mid, full): below it, unmasked; [full, N): ragged, masked
     qk_scale = sm_scale * 1.4426950408889634          # exp(x) = exp2(x * log2(e)): fold log2(e) into the scale
     dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
-                         DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, lo, mid, MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA,
-                         BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
+                         DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, lo, mid,
+                         MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
     dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
-                         DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, mid, full, MASK=False, CAUSAL=CAUSAL, USE_TMA=USE_TMA,
-                         BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
+                         DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, mid, full,
+                         MASK=False, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
     dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
-                         DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, full, N, MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA,
-                         BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
+                         DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, full, N,
+                         MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
     dk = dk * sm_scale
     # writes dK once: N*d elements per head
     tl.store(DK + kv_off, dk.to(DK.dtype.element_ty), mask=kv_mask)
@@ -269,7 +269,7 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
         extra["num_stages"] = num_stages
 
     def launch(kernel: str) -> tuple[int, int, dict]:
-        """(BLOCK_M, BLOCK_N, launch options) of one kernel: the caller's, else the tuned ones on a GPU."""
+        """(BLOCK_M, BLOCK_N, launch options) of one kernel: the caller's, else the tuned ones (Hopper)."""
         tuned = None if explicit or dq_mode == "atomic" else tuned_config(kernel, block_d, causal)
         if tuned is None:
             return block_m, block_n, extra

@@ -121,8 +121,8 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale, DESC_Q, DESC_K, DESC_V, DESC_O,
 
     acc = acc / l_i[:, None]
     if USE_TMA:
-        # writes O once: N*d elements per head
-        DESC_O.store([b, h, pid_m * BLOCK_M, 0], acc.to(DESC_O.dtype).reshape(1, 1, BLOCK_M, BLOCK_D))  # rows past N dropped
+        # writes O once: N*d elements per head (the copy drops rows past N)
+        DESC_O.store([b, h, pid_m * BLOCK_M, 0], acc.to(DESC_O.dtype).reshape(1, 1, BLOCK_M, BLOCK_D))
     else:
         o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od
         # writes O once: N*d elements per head
