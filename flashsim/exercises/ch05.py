@@ -56,11 +56,13 @@ def raised(exc: Exception) -> str:
     return f"raised {type(exc).__name__}: {exc}"
 
 
-def finish(name: str, passed: bool, message: str, table=None, **details) -> Verdict:
-    """Build chapter 00's Verdict (``table``: :func:`rw_table` rows, or a ready Table), print it, return it."""
+def finish(name: str, passed: bool, message: str, table=None, quiet: bool = False, **details) -> Verdict:
+    """Build chapter 00's Verdict (``table``: :func:`rw_table` rows, or a ready Table), print it unless ``quiet``,
+    return it."""
     if isinstance(table, list):
         table = rw_table_view(table) if table else None
-    return Verdict(name, bool(passed), message, table, details).show()
+    verdict = Verdict(name, bool(passed), message, table, details)
+    return verdict if quiet else verdict.show()
 
 
 def _qkv(n: int, d: int, seed: int):
@@ -115,7 +117,7 @@ def _fa2_loop(update, q, k, v, block_r: int, block_c: int, dtype="fp32", *, caus
     return mem.hbm("O").copy(), mem.counters
 
 
-def check_online_block_update(fn) -> Verdict:
+def check_online_block_update(fn, quiet: bool = False) -> Verdict:
     """Exercise 05.1: ``fn(m, l, acc, s, v) -> (m_new, l_new, acc_new)``, one K/V tile of the FA2 inner loop.
 
     m, l: (Br,) running max and sum; acc: (Br, d) unnormalised output; s: (Br, Bc) scaled scores; v: (Bc, d).
@@ -132,17 +134,17 @@ def check_online_block_update(fn) -> Verdict:
         try:
             out, counters = _fa2_loop(fn, q, k, v, br, bc)
         except Exception as exc:  # noqa: BLE001 - a learner's bug is reported, not raised
-            return finish(name, False, f"{raised(exc)} (N={n}, d={d}, Br={br}, Bc={bc})")
+            return finish(name, False, f"{raised(exc)} (N={n}, d={d}, Br={br}, Bc={bc})", quiet=quiet)
         err = float(np.nanmax(np.abs(out - reference_attention(q, k, v)))) if np.isfinite(out).all() else math.inf
         worst = max(worst, err)
         if not err < 1e-4:
             hint = ("did you rescale acc and l by exp(m_old - m_new) when the max grows?" if np.isfinite(err)
                     else "non-finite output: subtract the running max before exp")
             return finish(name, False, f"max |O - exact| = {err:.3g} at N={n}, d={d}, Br={br}, Bc={bc}: {hint}",
-                          rw_table(counters), max_error=err)
+                          rw_table(counters), max_error=err, quiet=quiet)
     return finish(name, True, f"O matches float64 attention (max error {worst:.2e}); "
                               "the read/write table is the FA2 loop this update ran in", rw_table(counters),
-                  max_error=worst)
+                  max_error=worst, quiet=quiet)
 
 
 # --- exercise 2: the FA2 loop with its loads and stores -------------------------------------------------------
@@ -157,7 +159,7 @@ def expected_flash2_counters(n: int, d: int, block_r: int, elem_bytes: int = 4) 
     return c
 
 
-def check_flash2_forward_loop(fn) -> Verdict:
+def check_flash2_forward_loop(fn, quiet: bool = False) -> Verdict:
     """Exercise 05.2: ``fn(mem, n, d, block_r, block_c)`` runs the FA2 forward on ``mem`` (a Memory holding Q, K,
     V and an empty O, fp32) with ``mem.load`` / ``mem.store``, so that O is right *and* every byte is where FA2
     puts it: Q read once, K and V once per row block, O written once. N is not a multiple of the blocks.
@@ -174,23 +176,24 @@ def check_flash2_forward_loop(fn) -> Verdict:
         try:
             fn(mem, n, d, br, bc)
         except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"{raised(exc)} (N={n}, Br={br}, Bc={bc})")
+            return finish(name, False, f"{raised(exc)} (N={n}, Br={br}, Bc={bc})", quiet=quiet)
         want = expected_flash2_counters(n, d, br, 4)
         table = rw_table(mem.counters, want)
         out = mem.hbm("O")
         if not np.isfinite(out).all():
             rows = int((~np.isfinite(out)).any(axis=1).sum())
             return finish(name, False, f"{rows} rows of O never written (N={n}, Br={br}): "
-                                       "the last, partial block needs range(0, n, block) and min(...)", table)
+                                       "the last, partial block needs range(0, n, block) and min(...)", table,
+                          quiet=quiet)
         err = float(np.abs(out - reference_attention(q, k, v)).max())
         if err > 1e-4:
             return finish(name, False, f"max |O - exact| = {err:.3g} (N={n}, Br={br}, Bc={bc})", table,
-                          max_error=err)
+                          max_error=err, quiet=quiet)
         for tensor, r, w, wr, ww in table:
             if r != wr or w != ww:
                 return finish(name, False, f"O is right but the bytes are not FA2's: {tensor} moved {r:,} read / "
-                                           f"{w:,} written, FA2 moves {wr:,} / {ww:,}", table)
-    return finish(name, True, "O is exact and every tensor moved exactly FA2's bytes", table)
+                                           f"{w:,} written, FA2 moves {wr:,} / {ww:,}", table, quiet=quiet)
+    return finish(name, True, "O is exact and every tensor moved exactly FA2's bytes", table, quiet=quiet)
 
 
 # --- exercise 3: Algorithm 1's HBM traffic in closed form -----------------------------------------------------
@@ -212,7 +215,7 @@ def _simulated_fa1(n, d, block_c, elem_bytes):
                    device="a100", sram_bytes=1 << 30)
 
 
-def check_fa1_hbm_bytes(fn) -> Verdict:
+def check_fa1_hbm_bytes(fn, quiet: bool = False) -> Verdict:
     """Exercise 05.3: ``fn(n, d, block_c, elem_bytes) -> int``, Algorithm 1's forward HBM bytes (reads + writes,
     without the initial memset of O, l, m). Checked on the paper's Fig. 2 sizes and on ragged N.
 
@@ -228,11 +231,11 @@ def check_fa1_hbm_bytes(fn) -> Verdict:
         try:
             got = int(fn(n, d, bc, b))
         except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"{raised(exc)}")
+            return finish(name, False, f"{raised(exc)}", quiet=quiet)
         if got != want:
             why = ("check Tc = ceil(N / Bc) for a ragged N" if n % bc else
                    "per K/V block j the inner loop reads Q, O, l, m for all N rows and writes O, l, m")
             return finish(name, False, f"N={n}, d={d}, Bc={bc}, b={b}: got {got:,} bytes, Algorithm 1 moves "
-                                       f"{want:,}: {why}", table, got=got, want=want)
+                                       f"{want:,}: {why}", table, got=got, want=want, quiet=quiet)
     return finish(name, True, "matches Algorithm 1's count (the simulator's per-tensor bytes for the last case "
-                              "below)", table)
+                              "below)", table, quiet=quiet)

@@ -19,7 +19,8 @@ def _table(header, rows) -> Table:
     return Table(list(header), [list(r) for r in rows])
 
 
-def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel_tol: float = 0.03) -> Verdict:
+def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel_tol: float = 0.03,
+                                 quiet: bool = False) -> Verdict:
     """Exercise 06.1: ``fn(n, d) -> bytes``, the peak memory :func:`flashsim.cpu.naive_attention_numpy` allocates
     on one float32 (N, d) head. The checker *measures* it with :func:`flashsim.peak_memory.peak_memory_cpu`
     (tracemalloc) and accepts predictions within 3 %.
@@ -37,7 +38,7 @@ def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel
         try:
             got = int(fn(n, d))
         except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"{raised(exc)} (N={n}, d={d})")
+            return finish(name, False, f"{raised(exc)} (N={n}, d={d})", quiet=quiet)
         rel = got / measured - 1
         worst = max(worst, abs(rel))
         rows.append((n, got, measured, f"{rel:+.1%}", "✔" if abs(rel) <= rel_tol else "✘"))
@@ -45,12 +46,12 @@ def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel
     if worst > rel_tol:
         return finish(name, False, f"off by up to {worst:.0%} from the measured peak: which N×N buffers exist at the "
                                    "same time? (read flashsim.cpu.naive_attention_numpy: the softmax is in place)",
-                      table, worst=worst)
+                      table, worst=worst, quiet=quiet)
     return finish(name, True, f"within {worst:.1%} of tracemalloc's measurement at every N: the N² term is it",
-                  table, worst=worst)
+                  table, worst=worst, quiet=quiet)
 
 
-def check_max_context_length(fn) -> Verdict:
+def check_max_context_length(fn, quiet: bool = False) -> Verdict:
     """Exercise 06.2: ``fn(capacity_bytes, d, batch_heads, elem_bytes, algo) -> N``, the largest N whose attention
     memory (chapter 06's model, :func:`flashsim.widgets.attention_memory_bytes`) fits in `capacity_bytes`, for
     algo "naive" or "flash"."""
@@ -66,7 +67,7 @@ def check_max_context_length(fn) -> Verdict:
             try:
                 got = int(fn(cap, d, bh, b, algo))
             except Exception as exc:  # noqa: BLE001
-                return finish(name, False, f"{raised(exc)}")
+                return finish(name, False, f"{raised(exc)}", quiet=quiet)
             used = attention_memory_bytes(algo, got, d, bh, b)
             rows.append((algo, f"{cap / 1e9:g} GB", d, bh, b, got, want, f"{used / 1e9:.4g} GB",
                          "✔" if got == want else "✘"))
@@ -75,6 +76,6 @@ def check_max_context_length(fn) -> Verdict:
                        "fits, but a larger N fits too")
                 table = _table(("algo", "capacity", "d", "heads", "b", "your N", "largest N", "your N needs", "ok"), rows)
                 return finish(name, False, f"{algo}, {cap:,.0f} B, d={d}, {bh} heads, b={b}: N={got:,} {why} "
-                                           f"(largest is {want:,})", table)
+                                           f"(largest is {want:,})", table, quiet=quiet)
     table = _table(("algo", "capacity", "d", "heads", "b", "your N", "largest N", "your N needs", "ok"), rows)
-    return finish(name, True, "the longest contexts are right for both algorithms", table)
+    return finish(name, True, "the longest contexts are right for both algorithms", table, quiet=quiet)

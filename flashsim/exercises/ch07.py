@@ -82,7 +82,7 @@ def _simulated_backward(n, d, br, bc):
     return t.backward_part
 
 
-def _check(name, recompute_p=None, backward_tile=None):
+def _check(name, recompute_p=None, backward_tile=None, quiet: bool = False):
     from ..algorithms.flash import reference_attention_grads
     table = []
     for case, (n, d, br, bc) in enumerate(_CASES):
@@ -90,7 +90,7 @@ def _check(name, recompute_p=None, backward_tile=None):
         try:
             grads, counters = _alg4_loop(recompute_p, backward_tile, q, k, v, do, br, bc)
         except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"{raised(exc)} (N={n}, d={d}, Br={br}, Bc={bc})")
+            return finish(name, False, f"{raised(exc)} (N={n}, d={d}, Br={br}, Bc={bc})", quiet=quiet)
         table = rw_table(counters, _simulated_backward(n, d, br, bc))
         want = reference_attention_grads(q, k, v, do)
         worst = {}
@@ -105,24 +105,24 @@ def _check(name, recompute_p=None, backward_tile=None):
                     "dQ": "dQ_i = τ Σ_j dS_ij K_j with dS = P ∘ (dP − D)"}[g]
             errs = ", ".join(f"{k_} {v_:.2g}" for k_, v_ in worst.items())
             return finish(name, False, f"relative gradient errors {errs} at N={n}, d={d}, Br={br}, Bc={bc}: {hint}",
-                          table, errors=worst)
+                          table, errors=worst, quiet=quiet)
     return finish(name, True, "dQ, dK, dV match float64 autograd's; the loop read Q, K, V, dO, L, D and never an "
-                              "N×N P (bytes = the simulator's flash2 backward)", table, errors=worst)
+                              "N×N P (bytes = the simulator's flash2 backward)", table, errors=worst, quiet=quiet)
 
 
-def check_recompute_p_tile(fn) -> Verdict:
+def check_recompute_p_tile(fn, quiet: bool = False) -> Verdict:
     """Exercise 07.1: ``fn(q_i, k_j, lse_i, scale) -> P_ij`` (Br, Bc), the forward's probabilities recomputed from
     Q_i, K_j and the saved logsumexp L_i = m_i + log l_i, without any other statistic.
 
     Introduced in chapter 07.
     """
-    return _check("recompute_p_tile", recompute_p=fn)
+    return _check("recompute_p_tile", recompute_p=fn, quiet=quiet)
 
 
-def check_backward_tile(fn) -> Verdict:
+def check_backward_tile(fn, quiet: bool = False) -> Verdict:
     """Exercise 07.2: ``fn(p, q_i, k_j, v_j, do_i, delta_i, scale) -> (dq_i, dk_j, dv_j)``, one tile's
     contributions to the three gradients (delta_i = D_i = rowsum(dO_i ∘ O_i)).
 
     Introduced in chapter 07.
     """
-    return _check("backward_tile", backward_tile=fn)
+    return _check("backward_tile", backward_tile=fn, quiet=quiet)

@@ -77,7 +77,7 @@ def _run_causal(d, tile_kind=None, tile_mask=None):
     return None, table, {}
 
 
-def check_causal_tile_kind(fn) -> Verdict:
+def check_causal_tile_kind(fn, quiet: bool = False) -> Verdict:
     """Exercise 08.1: ``fn(i, j, block_r, block_c, n) -> "skip" | "partial" | "full"`` for tile (i, j) of the
     causal score matrix (query row r sees key column c iff c <= r; N need not be a multiple of the blocks).
 
@@ -92,25 +92,26 @@ def check_causal_tile_kind(fn) -> Verdict:
                 try:
                     got = fn(i, j, br, bc, n)
                 except Exception as exc:  # noqa: BLE001
-                    return finish(name, False, f"{raised(exc)} at tile ({i}, {j})")
+                    return finish(name, False, f"{raised(exc)} at tile ({i}, {j})", quiet=quiet)
                 if got not in ("skip", "partial", "full"):
-                    return finish(name, False, f"tile ({i}, {j}) gave {got!r}: answer 'skip', 'partial' or 'full'")
+                    return finish(name, False, f"tile ({i}, {j}) gave {got!r}: answer 'skip', 'partial' or 'full'",
+                                  quiet=quiet)
                 if got != want and not (got == "partial" and want == "full"):
                     # partial for a full tile only costs a useless mask; the run below still judges the bytes
                     if want == "skip" or got == "skip":
                         break
                     return finish(name, False, f"N={n}, Br={br}, Bc={bc}: tile ({i}, {j}) is {want!r}, you said "
-                                               f"{got!r}")
+                                               f"{got!r}", quiet=quiet)
     bad, table, details = _run_causal(8, tile_kind=fn)
     if bad is not None:
-        return finish(name, False, bad, table, **details)
+        return finish(name, False, bad, table, **details, quiet=quiet)
     counts = causal_tile_counts(*_CASES[-1], tile_kind=fn)
     return finish(name, True, f"causal O exact, and K/V bytes equal the simulator's: at N={_CASES[-1][0]}, "
                               f"Br={_CASES[-1][1]}, Bc={_CASES[-1][2]} {counts['skip']} tiles skipped, "
-                              f"{counts['partial']} masked, {counts['full']} full", table, counts=counts)
+                              f"{counts['partial']} masked, {counts['full']} full", table, counts=counts, quiet=quiet)
 
 
-def check_causal_tile_mask(fn) -> Verdict:
+def check_causal_tile_mask(fn, quiet: bool = False) -> Verdict:
     """Exercise 08.2: ``fn(i, j, block_r, block_c, n) -> bool array`` of tile (i, j)'s shape (the last tiles are
     smaller when N is ragged), True where key column <= query row (global indices).
 
@@ -127,23 +128,23 @@ def check_causal_tile_mask(fn) -> Verdict:
                 try:
                     got = np.asarray(fn(i, j, br, bc, n))
                 except Exception as exc:  # noqa: BLE001
-                    return finish(name, False, f"{raised(exc)} at tile ({i}, {j})")
+                    return finish(name, False, f"{raised(exc)} at tile ({i}, {j})", quiet=quiet)
                 if got.shape != want.shape:
                     return finish(name, False, f"tile ({i}, {j}) of N={n}, Br={br}, Bc={bc}: shape {got.shape}, "
-                                               f"want {want.shape} (ragged last blocks are smaller)")
+                                               f"want {want.shape} (ragged last blocks are smaller)", quiet=quiet)
                 if not np.array_equal(got.astype(bool), want):
                     wrong = int((got.astype(bool) != want).sum())
                     _, table, _ = _run_causal(8, tile_mask=fn)
                     return finish(name, False, f"tile ({i}, {j}) of N={n}, Br={br}, Bc={bc}: {wrong} entries wrong "
                                                "(use global indices: row i·Br + a, column j·Bc + b; c <= r)",
-                                  table or [])
+                                  table or [], quiet=quiet)
     bad, table, details = _run_causal(8, tile_mask=fn)
     if bad is not None:
-        return finish(name, False, bad, table, **details)
-    return finish(name, True, "every partial tile's mask is right and the causal output is exact", table)
+        return finish(name, False, bad, table, **details, quiet=quiet)
+    return finish(name, True, "every partial tile's mask is right and the causal output is exact", table, quiet=quiet)
 
 
-def check_causal_flops_fraction(fn) -> Verdict:
+def check_causal_flops_fraction(fn, quiet: bool = False) -> Verdict:
     """Exercise 08.3: ``fn(n, block_r, block_c) -> float``, the causal loop's FLOPs as a fraction of the
     non-causal loop's, for blocks that divide N (square or not). Checked against :func:`flashsim.traffic`'s FLOPs.
 
@@ -160,7 +161,7 @@ def check_causal_flops_fraction(fn) -> Verdict:
         try:
             got = float(fn(n, br, bc))
         except Exception as exc:  # noqa: BLE001
-            return finish(name, False, raised(exc))
+            return finish(name, False, raised(exc), quiet=quiet)
         ok = abs(got - want) <= 1e-9
         rows.append([n, br, bc, round(got, 6), round(want, 6), "✔" if ok else "✘"])
         if not ok and bad is None:
@@ -169,5 +170,7 @@ def check_causal_flops_fraction(fn) -> Verdict:
     if bad:
         n, br, bc, got, want = bad
         return finish(name, False, f"N={n}, Br={br}, Bc={bc}: {got:.4f}, the simulator counts {want:.4f}: how many "
-                                   "K/V blocks does row block i visit? (its last row is (i+1)·Br − 1)", table)
-    return finish(name, True, "matches the simulator's FLOP counts for square and rectangular blocks", table)
+                                   "K/V blocks does row block i visit? (its last row is (i+1)·Br − 1)", table,
+                      quiet=quiet)
+    return finish(name, True, "matches the simulator's FLOP counts for square and rectangular blocks", table,
+                  quiet=quiet)
