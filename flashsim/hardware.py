@@ -128,6 +128,11 @@ def device_names() -> list[str]:
     return sorted(PRESETS) + ["cpu"]
 
 
+#: device memory (HBM/GDDR) of the GPU presets, from the same datasheets as the presets above: A100 SXM4 40 GB,
+#: H100 SXM5 80 GB, H200 SXM 141 GB, RTX 4090 24 GB, T4 16 GB (chapters 01 and 06)
+HBM_CAPACITY_BYTES = {"a100": 40e9, "h100": 80e9, "h200": 141e9, "rtx4090": 24e9, "t4": 16e9}
+
+
 def get_device(device="h200", **overrides) -> Hardware:
     """A preset by name ("a100", "h100", "h200", "rtx4090", "t4", "cpu") or a Hardware, with fields overridden.
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware import PRESETS, get_device
+from ..hardware import HBM_CAPACITY_BYTES, PRESETS, get_device
 from ..io_model.roofline import peak_flops
 
 __all__ = ["plot_roofline", "plot_memory_levels", "figure_roofline_presets", "figure_memory_levels"]
@@ -71,7 +71,10 @@ def plot_memory_levels(device: str = "h200"):
     ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set_xlabel("bytes")
-    ax.set_title(f"{hw.name}: on-chip memory is small (HBM is tens of GB)", fontsize=10)
+    hbm = HBM_CAPACITY_BYTES.get(device)
+    ax.set_title(f"{hw.name}: on-chip memory is small"
+                 + (f" (device memory: {hbm / 1e9:.0f} GB)" if hbm else " (device memory is tens of GB or more)"),
+                 fontsize=10)
     fig.tight_layout()
     return fig
 

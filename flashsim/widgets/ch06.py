@@ -11,15 +11,13 @@ import math
 
 import numpy as np
 
+from ..hardware import HBM_CAPACITY_BYTES  # device memory of the presets (re-exported: chapter 06 introduces it)
 from .ch00 import widget_or_figure
 
 __all__ = ["HBM_CAPACITY_BYTES", "attention_memory_bytes", "max_context_for", "measure_peak_memory",
            "ContextMemoryDashboard"]
 
 GB = 1e9
-#: device memory (HBM/GDDR) of the GPU presets, from the same datasheets as flashsim.hardware: A100 SXM4 40 GB,
-#: H100 SXM5 80 GB, H200 SXM 141 GB, RTX 4090 24 GB, T4 16 GB
-HBM_CAPACITY_BYTES = {"a100": 40 * GB, "h100": 80 * GB, "h200": 141 * GB, "rtx4090": 24 * GB, "t4": 16 * GB}
 
 
 def attention_memory_bytes(algo: str, n: int, d: int, batch_heads: int = 1, elem_bytes: int = 2) -> int:
