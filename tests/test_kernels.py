@@ -214,3 +214,12 @@ def test_tuned_configs_only_on_hopper(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))      # an H100/H200
     assert _common.tuned_config("flash_bwd_dq", 128, False) == _common.TUNED_H200[("flash_bwd_dq", 128, False)]
     assert _common.tuned_config("flash_bwd_dq", 256, False) is None                    # no entry: default blocks
+
+
+def test_tma_by_default_only_for_validated_head_dims(monkeypatch):
+    from flashsim.kernels import _common
+    monkeypatch.setattr(_common, "interpreting", lambda: False)                      # as on a GPU
+    q = torch.zeros(1, 1, 8, 32)
+    for d in (16, 32, 256):                                                            # not validated on the H200
+        assert d not in _common.TMA_VALIDATED_HEAD_DIMS
+        assert _common.use_tma(None, (q,), d, d) is False

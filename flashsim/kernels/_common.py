@@ -47,8 +47,7 @@ def default_blocks(kernel: str, d: int = 64) -> tuple[int, int]:
 #: blocks, on Hopper GPUs only; other GPUs and head dims keep :func:`default_blocks`.
 TUNED_H200 = {}
 for _causal in (False, True):
-    for _d in (16, 32, 64):
-        TUNED_H200[("flash_fwd", _d, _causal)] = (64, 128, 4, 2)
+    TUNED_H200[("flash_fwd", 64, _causal)] = (64, 128, 4, 2)
     TUNED_H200[("flash_fwd", 128, _causal)] = (128, 64, 4, 2)
     TUNED_H200[("flash_bwd_dkdv", 64, _causal)] = (32, 64, 4, 3) if _causal else (64, 64, 4, 3)
     TUNED_H200[("flash_bwd_dkdv", 128, _causal)] = (64, 64, 4, 2)
@@ -91,10 +90,16 @@ def tma_support(tensors, d: int, block_d: int) -> str | None:
     return None
 
 
+#: head dims whose TMA path was validated on an H200 (correctness sweep and timing); ``tma=None`` uses TMA only
+#: for these, ``tma=True`` for any power of two
+TMA_VALIDATED_HEAD_DIMS = (64, 128)
+
+
 def use_tma(tma, tensors, d: int, block_d: int) -> bool:
-    """Resolve the ``tma`` argument of a kernel wrapper: None = wherever it works on a GPU (never by default in
-    the interpreter, where the pointer loads are what :func:`flashsim.measure.count_io` counts)."""
-    if tma is False or (tma is None and interpreting()):
+    """Resolve the ``tma`` argument of a kernel wrapper: None = where it works on a GPU and was validated
+    (:data:`TMA_VALIDATED_HEAD_DIMS`); never by default in the interpreter, where the pointer loads are what
+    :func:`flashsim.measure.count_io` counts."""
+    if tma is False or (tma is None and (interpreting() or block_d not in TMA_VALIDATED_HEAD_DIMS)):
         return False
     why = tma_support(tensors, d, block_d)
     if why and tma:
