@@ -27,8 +27,6 @@ from .flash_bwd_atomic import launch_dkdv_dq_atomic
 #: how flash_backward computes dQ: "separate" (default: its own kernel, no atomics) or "atomic" (FA2: fp32
 #: atomic adds from the dK/dV pass)
 DQ_MODES = ("separate", "atomic")
-#: whether flash_backward streams tiles through tensor descriptors (TMA) by default on a GPU that supports them
-BWD_TMA_DEFAULT = True
 
 
 @triton.jit
@@ -243,8 +241,8 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     Blocks: given ``block_m`` (Q rows) and ``block_n`` (K/V rows) hold for every launch, as the kernel view in
     :mod:`flashsim.kernel_io` assumes. Without them, on a Hopper GPU each kernel takes its own tuned configuration
     (:data:`flashsim.kernels._common.TUNED_H200`: the K/V pass wants few Q rows per step, the dQ pass many).
-    ``tma``: stream the tiles through tensor descriptors (chapter 12); None = :data:`BWD_TMA_DEFAULT` where
-    supported, never by default in the interpreter.
+    ``tma``: stream the tiles through tensor descriptors (chapter 12); None = as :func:`flash_forward` decides
+    (where supported and validated, never by default in the interpreter).
     """
     if dq_mode not in DQ_MODES:
         raise FlashsimError(f"dq_mode={dq_mode!r}: use one of {list(DQ_MODES)}")
@@ -284,8 +282,7 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
         launch_dkdv_dq_atomic(q, k, v, do, dq32, dk, dv, lse, delta, scale, causal, block_m, block_n, block_d,
                               **extra)
         return dq32.to(q.dtype), dk, dv
-    with_tma = use_tma(tma, (q, k, v, do), d, block_d) if tma is not None else (
-        BWD_TMA_DEFAULT and use_tma(None, (q, k, v, do), d, block_d))
+    with_tma = use_tma(tma, (q, k, v, do), d, block_d)
     dq, dk, dv = poison_like(q), poison_like(k), poison_like(v)      # (B, H, N, d) each, NaN until written
     bm, bn, opts = launch("flash_bwd_dkdv")
     descs = (tensor_desc(q, bm, block_d), tensor_desc(do, bm, block_d)) if with_tma else (None, None)
