@@ -29,6 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
+os.environ.setdefault("FLASHSIM_POISON", "1")   # NaN-filled outputs on the GPU too: an unwritten element shows
 
 # --- the ncu sweep: (kernel, batch, heads, n, d, causal, block_m, block_n) ----------------------------------
 # K/V "fit" = all heads' K and V together fit the 60 MB L2; "big" = they don't (per-head K+V > 60 MB for the

@@ -223,3 +223,36 @@ def test_tma_by_default_only_for_validated_head_dims(monkeypatch):
     for d in (16, 32, 256):                                                            # not validated on the H200
         assert d not in _common.TMA_VALIDATED_HEAD_DIMS
         assert _common.use_tma(None, (q,), d, d) is False
+
+
+def test_pointer_load_exceptions_are_tuned_kernels_backed_by_the_sweeps():
+    """POINTER_LOADS_H200 names launches whose tuned configuration ran faster with pointer loads than with TMA in
+    every committed H200 sweep that timed both (N=4096 and N=16384)."""
+    import json
+    from pathlib import Path
+
+    from flashsim.kernels._common import POINTER_LOADS_H200, TUNED_H200
+    results = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+    names = {"flash_bwd_dkdv": "dkdv", "flash_bwd_dq": "dq", "flash_fwd": "fwd"}
+    assert POINTER_LOADS_H200
+    for kernel, block_d, causal in POINTER_LOADS_H200:
+        config = TUNED_H200[(kernel, block_d, causal)]
+        times = {}
+        for name in ("tune_h200_2026-11-30.json", "tune_h200_2026-11-30_bwd_n16384_d64.json"):
+            for r in json.loads((results / name).read_text())["results"]:
+                if ((r["kernel"], r["d"], r["causal"]) == (names[kernel], block_d, causal)
+                        and (r["bm"], r["bn"], r["w"], r["s"]) == config[:4]):
+                    times.setdefault(name, {})[r["tma"]] = r["ms"]
+        assert len(times) == 2 and all(t[False] < t[True] for t in times.values()), times
+
+
+def test_output_buffers_are_poisoned_in_the_interpreter_and_on_request(monkeypatch):
+    from flashsim.kernels import _common
+    x = torch.zeros(3, 4)
+    assert _common.output_like(x).isnan().all()                        # the interpreter: always NaN
+    monkeypatch.setattr(_common, "interpreting", lambda: False)
+    monkeypatch.delenv("FLASHSIM_POISON", raising=False)
+    assert not _common.poison_outputs()                                  # a GPU: uninitialised, like torch's
+    assert _common.output_like(x, (2, 5), torch.float64).shape == (2, 5)
+    monkeypatch.setenv("FLASHSIM_POISON", "1")
+    assert _common.output_like(x, (2, 5)).isnan().all()

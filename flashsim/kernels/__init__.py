@@ -21,6 +21,9 @@ predicts depends on the blocks), with per-mode defaults from :func:`default_bloc
 blocks take the launch configurations tuned on an H200 (``_common.TUNED_H200``, chapter 12), and on Hopper the
 flash kernels copy tiles through tensor descriptors (TMA, ``tma=None``); in the interpreter neither happens by
 default, so :func:`flashsim.measure.count_io` sees the pointer loads the kernel view models.
+Outputs of :func:`flash_forward` and :func:`flash_backward` are NaN-filled in the interpreter, so that a test sees
+any element a kernel fails to write; on a GPU they are uninitialised, as PyTorch's are (``FLASHSIM_POISON=1``
+fills them there too: :func:`flashsim.kernels._common.output_like`).
 """
 from __future__ import annotations
 

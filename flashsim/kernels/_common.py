@@ -48,11 +48,17 @@ def default_blocks(kernel: str, d: int = 64) -> tuple[int, int]:
 TUNED_H200 = {}
 for _causal in (False, True):
     TUNED_H200[("flash_fwd", 64, _causal)] = (64, 128, 4, 2)
-    TUNED_H200[("flash_fwd", 128, _causal)] = (128, 64, 4, 2)
+    TUNED_H200[("flash_fwd", 128, _causal)] = (64, 64, 4, 3) if _causal else (128, 64, 4, 2)
     TUNED_H200[("flash_bwd_dkdv", 64, _causal)] = (32, 64, 4, 3) if _causal else (64, 64, 4, 3)
     TUNED_H200[("flash_bwd_dkdv", 128, _causal)] = (64, 64, 4, 2)
     TUNED_H200[("flash_bwd_dq", 64, _causal)] = (64, 64, 4, 3)
     TUNED_H200[("flash_bwd_dq", 128, _causal)] = (128, 64, 8, 4)
+
+
+#: (kernel, padded head dim, causal) whose tuned configuration ran faster with pointer loads than with TMA in the
+#: H200 sweeps (N=4096: tune_h200_2026-11-30.json; N=16384: tune_h200_2026-11-30_bwd_n16384_d64.json, 4% at
+#: N=16384): with ``tma=None`` and no blocks given, these launches keep pointer loads.
+POINTER_LOADS_H200 = frozenset({("flash_bwd_dkdv", 64, True)})
 
 
 def tuned_config(kernel: str, block_d: int, causal: bool):
@@ -197,6 +203,22 @@ def forward_launch_options(block_d: int, block_m: int, num_warps=None, num_stage
 def poison_like(t: torch.Tensor, shape=None, dtype=None) -> torch.Tensor:
     """An output buffer filled with NaN: any element a kernel fails to write stays visible."""
     return torch.full(shape if shape is not None else t.shape, float("nan"), dtype=dtype or t.dtype, device=t.device)
+
+
+def poison_outputs() -> bool:
+    """Whether :func:`output_like` fills with NaN: always in the interpreter (where CI checks that the kernels
+    write every element), on a GPU only with FLASHSIM_POISON=1 (benchmarks/gpu_validate.py sets it)."""
+    return interpreting() or os.environ.get("FLASHSIM_POISON", "0") not in ("", "0")
+
+
+def output_like(t: torch.Tensor, shape=None, dtype=None) -> torch.Tensor:
+    """The output buffer of the fast kernels (flash_forward, flash_backward), which write every element:
+    NaN-poisoned where :func:`poison_outputs` says so, else uninitialised like PyTorch's own kernels' outputs.
+    On a GPU the NaN fill is a kernel of its own: 27 µs per forward call at N=2048 on an H200, 5% of the
+    forward pass (benchmarks/results/attention_speed_2026-11-30_3.md)."""
+    if poison_outputs():
+        return poison_like(t, shape, dtype)
+    return torch.empty(shape if shape is not None else t.shape, dtype=dtype or t.dtype, device=t.device)
 
 
 @triton.jit

@@ -20,8 +20,8 @@ import triton
 import triton.language as tl
 
 from ..errors import FlashsimError
-from ._common import (check_block, check_qkv, check_tensors, default_blocks, head_block, poison_like, scale_of,
-                      tensor_desc, tuned_config, use_tma)
+from ._common import (POINTER_LOADS_H200, check_block, check_qkv, check_tensors, default_blocks, head_block,
+                      output_like, scale_of, tensor_desc, tuned_config, use_tma)
 from .flash_bwd_atomic import launch_dkdv_dq_atomic
 
 #: how flash_backward computes dQ: "separate" (default: its own kernel, no atomics) or "atomic" (FA2: fp32
@@ -266,32 +266,35 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     if num_stages is not None:
         extra["num_stages"] = num_stages
 
-    def launch(kernel: str) -> tuple[int, int, dict]:
-        """(BLOCK_M, BLOCK_N, launch options) of one kernel: the caller's, else the tuned ones (Hopper)."""
+    def launch(kernel: str) -> tuple[int, int, dict, bool]:
+        """(BLOCK_M, BLOCK_N, launch options, TMA) of one kernel: the caller's, else the tuned ones (Hopper),
+        with pointer loads where the sweeps found them faster (:data:`_common.POINTER_LOADS_H200`)."""
         tuned = None if explicit or dq_mode == "atomic" else tuned_config(kernel, block_d, causal)
         if tuned is None:
-            return block_m, block_n, extra
-        return tuned[0], tuned[1], {"num_warps": num_warps or tuned[2], "num_stages": num_stages or tuned[3]}
+            return block_m, block_n, extra, with_tma
+        tma_here = with_tma and (tma is True or (kernel, block_d, bool(causal)) not in POINTER_LOADS_H200)
+        return (tuned[0], tuned[1], {"num_warps": num_warps or tuned[2], "num_stages": num_stages or tuned[3]},
+                tma_here)
 
-    delta = poison_like(q, (B, H, N), torch.float32)                 # (B, H, N)
+    delta = output_like(q, (B, H, N), torch.float32)                 # (B, H, N)
     _bwd_preprocess[(triton.cdiv(N, block_m), B * H)](o, do, delta, *o.stride(), *do.stride(), H, N, d,
                                                       BLOCK_M=block_m, BLOCK_D=block_d)
     if dq_mode == "atomic":
         dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)   # atomic adds sum into it
-        dk, dv = poison_like(k), poison_like(v)
+        dk, dv = output_like(k), output_like(v)
         launch_dkdv_dq_atomic(q, k, v, do, dq32, dk, dv, lse, delta, scale, causal, block_m, block_n, block_d,
                               **extra)
         return dq32.to(q.dtype), dk, dv
     with_tma = use_tma(tma, (q, k, v, do), d, block_d)
-    dq, dk, dv = poison_like(q), poison_like(k), poison_like(v)      # (B, H, N, d) each, NaN until written
-    bm, bn, opts = launch("flash_bwd_dkdv")
-    descs = (tensor_desc(q, bm, block_d), tensor_desc(do, bm, block_d)) if with_tma else (None, None)
+    dq, dk, dv = output_like(q), output_like(k), output_like(v)      # (B, H, N, d) each
+    bm, bn, opts, tma_here = launch("flash_bwd_dkdv")
+    descs = (tensor_desc(q, bm, block_d), tensor_desc(do, bm, block_d)) if tma_here else (None, None)
     _bwd_dkdv[(triton.cdiv(N, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, *q.stride(), H, N, d,
-                                           CAUSAL=bool(causal), USE_TMA=with_tma, BLOCK_M=bm, BLOCK_N=bn,
+                                           CAUSAL=bool(causal), USE_TMA=tma_here, BLOCK_M=bm, BLOCK_N=bn,
                                            BLOCK_D=block_d, **opts)
-    bm, bn, opts = launch("flash_bwd_dq")
-    descs = (tensor_desc(k, bn, block_d), tensor_desc(v, bn, block_d)) if with_tma else (None, None)
+    bm, bn, opts, tma_here = launch("flash_bwd_dq")
+    descs = (tensor_desc(k, bn, block_d), tensor_desc(v, bn, block_d)) if tma_here else (None, None)
     _bwd_dq[(triton.cdiv(N, bm), B * H)](q, k, v, do, dq, lse, delta, scale, *descs, *q.stride(), H, N, d,
-                                         CAUSAL=bool(causal), USE_TMA=with_tma, BLOCK_M=bm, BLOCK_N=bn,
+                                         CAUSAL=bool(causal), USE_TMA=tma_here, BLOCK_M=bm, BLOCK_N=bn,
                                          BLOCK_D=block_d, **opts)
     return dq, dk, dv

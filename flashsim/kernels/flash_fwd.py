@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import (check_block, check_qkv, default_blocks, forward_launch_options, head_block, poison_like,
+from ._common import (check_block, check_qkv, default_blocks, forward_launch_options, head_block, output_like,
                       scale_of, tensor_desc, tuned_config, use_tma)
 
 
@@ -156,8 +156,8 @@ def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     dm, dn = default_blocks("flash_fwd", d)
     block_m = check_block("block_m", block_m or dm)
     block_n = check_block("block_n", block_n or dn)
-    o = poison_like(q)                                        # (B, H, N, d), NaN until written
-    lse = poison_like(q, (B, H, N), torch.float32)            # (B, H, N)
+    o = output_like(q)                                        # (B, H, N, d)
+    lse = output_like(q, (B, H, N), torch.float32)            # (B, H, N)
     grid = (triton.cdiv(N, block_m), B * H)
     extra = forward_launch_options(block_d, block_m, num_warps, num_stages)
     descs = ((tensor_desc(q, block_m, block_d), tensor_desc(k, block_n, block_d), tensor_desc(v, block_n, block_d),
