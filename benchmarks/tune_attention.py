@@ -10,6 +10,7 @@ experimental two-half-tile forward below next to the package forward (it did not
 Shapes: fp16, d in {64, 128}, causal or not, N = --n, batch = 16384/N, heads = 2048/d (the speed grid's shapes).
 Kernels, each launched directly (flashsim.kernels' own jit functions):
   fwd     _flash_fwd_kernel (flash_forward)            BLOCK_M x BLOCK_N x warps x stages (x TMA)
+  fwdx    benchmarks/fwd_variants.py (experiments)     as fwd, TMA, plus warp specialization, one loop, persistent
   dkdv    _bwd_dkdv (flash_backward's K/V pass)         BLOCK_M (streamed Q rows) x BLOCK_N (resident K/V rows)
   dq      _bwd_dq   (flash_backward's Q pass)           BLOCK_M (resident Q rows) x BLOCK_N (streamed K/V rows)
   atomic  _bwd_dkdv_dq_atomic (dq_mode="atomic")        as dkdv, plus dQ by fp32 atomic adds
@@ -116,13 +117,22 @@ def _fwd_pingpong_kernel(DESC_Q, DESC_K, DESC_V, DESC_O, LSE, sm_scale, H, N, CA
 # --- the sweep ---------------------------------------------------------------------------------------------------
 
 def parse_spec(spec: str) -> list[dict]:
-    """Configurations from ``--spec``: comma-separated ``kernel:BMxBN:warps:stages[:tma]``, e.g.
-    ``fwd:256x64:8:2:tma,fwd:128x64:4:2:tma``."""
+    """Configurations from ``--spec``: comma-separated ``kernel:BMxBN:warps:stages[:flag...]``, e.g.
+    ``fwd:256x64:8:2:tma,fwd:128x64:4:2:tma``. Flags: ``tma``; for the ``fwdx`` variants
+    (benchmarks/fwd_variants.py) also ``ws``, ``oneloop``, ``preqk`` and ``persist<k>`` (k programs per SM)."""
     out = []
     for item in filter(None, spec.split(",")):
         kernel, blocks, w, st, *rest = item.split(":")
         bm, bn = (int(x) for x in blocks.split("x"))
-        out.append(dict(kernel=kernel, bm=bm, bn=bn, w=int(w), s=int(st), tma=rest == ["tma"]))
+        c = dict(kernel=kernel, bm=bm, bn=bn, w=int(w), s=int(st), tma="tma" in rest or kernel == "fwdx")
+        for flag in rest:
+            if flag in ("ws", "oneloop", "preqk"):
+                c[flag] = True
+            elif flag.startswith("persist"):
+                c["persist"] = int(flag[len("persist"):] or 1)
+            elif flag != "tma":
+                raise ValueError(f"unknown flag {flag!r} in {item!r}")
+        out.append(c)
     return out
 
 
@@ -209,6 +219,12 @@ def launcher(c, x):
                                                            CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn,
                                                            BLOCK_D=d, **opts)
         return run, lambda: err(o, x["o"])
+    if kern == "fwdx":
+        from benchmarks.fwd_variants import launch
+        o = torch.empty_like(q)
+        lse2 = torch.empty_like(lse)
+        sms = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 4
+        return launch(c, q, k, v, o, lse2, scale, desc, sms), lambda: max(err(o, x["o"]), err(lse2, x["lse"]))
     if kern == "fwd_pp":
         o = torch.empty_like(q)
         lse2 = torch.empty_like(lse)
@@ -357,17 +373,18 @@ def main(argv=None):
     best = {}
     for r in results:
         if "ms" in r and r["err"] < 2e-2:
-            key = (r["kernel"], r["d"], r["causal"], r.get("tma", False))
+            key = (r["kernel"], r["d"], r["causal"], r.get("tma", False), bool(r.get("ws")), bool(r.get("oneloop")),
+                   bool(r.get("preqk")), r.get("persist", 0))
             if key not in best or r["ms"] < best[key]["ms"]:
                 best[key] = r
     bad = [r for r in results if "ms" in r and not r["err"] < 2e-2]
     print(f"configs with err >= 2e-2 (wrong): {len(bad)}", [(r['kernel'], r['bm'], r['bn'], r['w'], r['s'], r['err'])
                                                               for r in bad[:6]])
     from benchmarks.attention_speed import flops
-    for (kern, d, causal, _), r in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0], kv[0][3])):
+    for (kern, d, causal, *_), r in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0], kv[0][3:])):
         B, H = max(1, TOKENS // args.n), WIDTH // d
         mode = "fwd" if kern.startswith("fwd") else "bwd"  # fwd, fwd_pp
-        extra = f" tma={r.get('tma', False)}"
+        extra = f" tma={r.get('tma', False)}" + "".join(f" {f}={r[f]}" for f in ("ws", "oneloop", "preqk", "persist") if f in r)
         if "regs" in r:
             extra += f" regs={r['regs']} spills={r['spills']} smem={r['smem']}"
         print(f"d={d:3d} causal={causal!s:5} {kern:8s} bm={r['bm']:3d} bn={r['bn']:3d} w={r['w']} s={r['s']}{extra} "

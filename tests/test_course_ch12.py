@@ -176,7 +176,7 @@ def test_speed_plot_without_gpu():
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 TUNE = RESULTS / "tune_h200_2026-11-30.json"
 WIDE = RESULTS / "tune_h200_2026-11-30_wide.json"
-SPEED = RESULTS / "attention_speed_2026-11-30.json"
+SPEED = RESULTS / "attention_speed_2026-11-30_3.json"
 PINGPONG = sorted(RESULTS.glob("tune_h200_2026-11-30_pingpong_n*.json"))
 
 

@@ -21,6 +21,10 @@ def test_configs_are_valid_tiles():
     spec = T.configs([(64, True)], spec="fwd:256x64:8:2:tma,dq:128x32:4:3")
     assert spec == [dict(kernel="fwd", bm=256, bn=64, w=8, s=2, tma=True, d=64, causal=True),
                     dict(kernel="dq", bm=128, bn=32, w=4, s=3, tma=False, d=64, causal=True)]
+    assert T.parse_spec("fwdx:128x64:4:2:ws:oneloop:persist2") == [
+        dict(kernel="fwdx", bm=128, bn=64, w=4, s=2, tma=True, ws=True, oneloop=True, persist=2)]
+    with pytest.raises(ValueError, match="unknown flag"):
+        T.parse_spec("fwd:64x64:4:2:fast")
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -28,7 +32,10 @@ def test_every_launcher_matches_the_package_defaults(causal):
     x = T.inputs(32, causal, 80, device="cpu", batch=1, heads=2)            # ragged: 80 rows, 32-row blocks
     for c in (dict(kernel="fwd", bm=32, bn=16, tma=True), dict(kernel="fwd_pp", bm=64, bn=32, tma=True),
               dict(kernel="dkdv", bm=16, bn=32, tma=True), dict(kernel="dq", bm=32, bn=16, tma=False),
-              dict(kernel="atomic", bm=16, bn=32)):
+              dict(kernel="atomic", bm=16, bn=32), dict(kernel="fwdx", bm=32, bn=16),
+              dict(kernel="fwdx", bm=32, bn=16, oneloop=True, ws=True), dict(kernel="fwdx", bm=16, bn=32, persist=1),
+              dict(kernel="fwdx", bm=32, bn=32, oneloop=True, persist=2),
+              dict(kernel="fwdx", bm=32, bn=16, preqk=True), dict(kernel="fwdx", bm=16, bn=32, preqk=True, oneloop=True)):
         run, check = T.launcher(dict(c, d=32, causal=causal, w=4, s=2), x)
         run()
         assert check() < 1e-3, c
