@@ -13,7 +13,7 @@ Kernels, each launched directly (flashsim.kernels' own jit functions):
   fwdx    benchmarks/fwd_variants.py (experiments)     as fwd, TMA, plus warp specialization, one loop, persistent
   dkdv    _bwd_dkdv (flash_backward's K/V pass)         BLOCK_M (streamed Q rows) x BLOCK_N (resident K/V rows)
   dq      _bwd_dq   (flash_backward's Q pass)           BLOCK_M (resident Q rows) x BLOCK_N (streamed K/V rows)
-  atomic  _bwd_dkdv_dq_atomic (dq_mode="atomic")        as dkdv, plus dQ by fp32 atomic adds
+  atomic  _bwd_dkdv with DQ_ATOMIC (dq_mode="atomic")    as dkdv, plus dQ by fp32 atomic adds
 Phase 1 compiles every config in parallel worker processes (tiny launches; Triton's disk cache keeps the
 binaries), phase 2 times each at full size in this process, alone on the GPU (median of do_bench), after
 checking its outputs against flash_forward / flash_backward's defaults on the same random inputs.
@@ -193,7 +193,6 @@ def launcher(c, x):
     """A zero-argument launch of config c on inputs x, and a check of what it wrote."""
     import torch
     from flashsim.kernels.flash_bwd import _bwd_dkdv, _bwd_dq
-    from flashsim.kernels.flash_bwd_atomic import _bwd_dkdv_dq_atomic
     from flashsim.kernels._common import tensor_desc
     from flashsim.kernels.flash_fwd import _flash_fwd_kernel
     q, k, v, do, lse, delta = x["q"], x["k"], x["v"], x["do"], x["lse"], x["delta"]
@@ -234,14 +233,20 @@ def launcher(c, x):
             return _fwd_pingpong_kernel[(triton.cdiv(n, bm), B * H)](*descs, lse2, scale, H, n, CAUSAL=causal,
                                                                      HALF=bm // 2, BLOCK_N=bn, BLOCK_D=d, **opts)
         return run, lambda: err(o, x["o"])
-    if kern == "dkdv":
+    if kern in ("dkdv", "atomic"):                # atomic: the K/V pass also adds dQ (dq_mode="atomic")
+        atomic = kern == "atomic"
         dk, dv = torch.empty_like(k), torch.empty_like(v)
+        dq32 = torch.zeros(q.shape, device=q.device, dtype=torch.float32) if atomic else dk
         descs = (desc(q, bm), desc(do, bm)) if tma else (None, None)
 
         def run():
-            return _bwd_dkdv[(triton.cdiv(n, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, *q.stride(),
-                                                   H, n, d, CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn,
-                                                   BLOCK_D=d, **opts)
+            if atomic:
+                dq32.zero_()                          # part of the atomic variant's cost
+            return _bwd_dkdv[(triton.cdiv(n, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, dq32,
+                                                   *q.stride(), H, n, d, CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm,
+                                                   BLOCK_N=bn, BLOCK_D=d, DQ_ATOMIC=atomic, **opts)
+        if atomic:
+            return run, lambda: max(err(dk, x["dk"]), err(dv, x["dv"]), err(dq32, x["dq"]))
         return run, lambda: max(err(dk, x["dk"]), err(dv, x["dv"]))
     if kern == "dq":
         dq = torch.empty_like(q)
@@ -252,16 +257,6 @@ def launcher(c, x):
                                                  CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d,
                                                  **opts)
         return run, lambda: err(dq, x["dq"])
-    if kern == "atomic":
-        dq32 = torch.zeros(q.shape, device=q.device, dtype=torch.float32)
-        dk, dv = torch.empty_like(k), torch.empty_like(v)
-
-        def run():
-            dq32.zero_()                              # part of the atomic variant's cost
-            return _bwd_dkdv_dq_atomic[(triton.cdiv(n, bn), B * H)](q, k, v, do, dq32, dk, dv, lse, delta, scale,
-                                                             *q.stride(), H, n, d, CAUSAL=causal, BLOCK_M=bm,
-                                                             BLOCK_N=bn, BLOCK_D=d, **opts)
-        return run, lambda: max(err(dk, x["dk"]), err(dv, x["dv"]), err(dq32, x["dq"]))
     raise ValueError(kern)
 
 

@@ -9,10 +9,9 @@ reach DRAM.
 Kernels and their shapes (``kernel`` names, as the CLI spells them):
 
 * ``flash_fwd``: Q, K, V (batch, heads, n, d) -> O, LSE. One launch.
-* ``flash_bwd``: three launches (preprocess, dK/dV, dQ). With ``dq_mode="atomic"`` (the opt-in FA2 backward of
-  :mod:`flashsim.kernels.flash_bwd_atomic`): two launches, preprocess and ``_bwd_dkdv_dq_atomic``, which reads
-  what the dK/dV launch reads and adds each Q row block's dQ share into an fp32 dQ buffer with ``tl.atomic_add``
-  once per K/V row block that sees it. An atomic add is a read-modify-write done in L2: its fp32 elements are
+* ``flash_bwd``: three launches (preprocess, dK/dV, dQ). With ``dq_mode="atomic"`` (the opt-in FA2 backward,
+  see :mod:`flashsim.kernels.flash_bwd`): two launches, preprocess and ``_bwd_dkdv``, which then also adds each Q
+  row block's dQ share into an fp32 dQ buffer with ``tl.atomic_add`` once per K/V row block that sees it. An atomic add is a read-modify-write done in L2: its fp32 elements are
   counted both as load bytes and as store bytes of ``DQ`` (as :func:`flashsim.measure.count_io` counts them).
   The final cast of that buffer to q's dtype is a torch op, not a Triton launch, and is not counted.
 * ``naive``: three launches (S = Q Kᵀ, softmax, P V); S and P fp32 (batch, heads, n, n), written in full
@@ -136,27 +135,6 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         L.add("store", "O", bh * nd)
         L.add("store", "LSE", bh * N * F32)
         launches = [L]
-    elif kernel == "flash_bwd" and dq_mode == "atomic":
-        P = LaunchIO("_bwd_preprocess")
-        P.add("load", "O", bh * nd)
-        P.add("load", "DO", bh * nd)
-        P.add("store", "DELTA", bh * N * F32)
-        A = LaunchIO("_bwd_dkdv_dq_atomic")
-        A.add("load", "K", bh * nd)
-        A.add("load", "V", bh * nd)
-        if causal:
-            q_rows = sum(N - (j * bn // bm) * bm for j in range(tn))
-        else:
-            q_rows = tn * N
-        A.add("load", "Q", bh * q_rows * d * es)
-        A.add("load", "LSE", bh * q_rows * F32)
-        A.add("load", "DO", bh * q_rows * d * es)
-        A.add("load", "DELTA", bh * q_rows * F32)
-        A.add("load", "DQ", bh * q_rows * d * F32)       # atomic add: reads dQ (fp32) in L2 ...
-        A.add("store", "DQ", bh * q_rows * d * F32)      # ... and writes it back, once per K/V row block
-        A.add("store", "DK", bh * nd)
-        A.add("store", "DV", bh * nd)
-        launches = [P, A]
     elif kernel == "flash_bwd":
         P = LaunchIO("_bwd_preprocess")
         P.add("load", "O", bh * nd)
@@ -173,17 +151,22 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         KV.add("load", "LSE", bh * q_rows * F32)
         KV.add("load", "DO", bh * q_rows * d * es)
         KV.add("load", "DELTA", bh * q_rows * F32)
+        if dq_mode == "atomic":
+            KV.add("load", "DQ", bh * q_rows * d * F32)       # atomic add: reads dQ (fp32) in L2 ...
+            KV.add("store", "DQ", bh * q_rows * d * F32)      # ... and writes it back, once per K/V row block
         KV.add("store", "DK", bh * nd)
         KV.add("store", "DV", bh * nd)
-        DQ = LaunchIO("_bwd_dq")
-        DQ.add("load", "Q", bh * nd)
-        DQ.add("load", "DO", bh * nd)
-        DQ.add("load", "LSE", bh * N * F32)
-        DQ.add("load", "DELTA", bh * N * F32)
-        DQ.add("load", "K", bh * kv_rows * d * es)
-        DQ.add("load", "V", bh * kv_rows * d * es)
-        DQ.add("store", "DQ", bh * nd)
-        launches = [P, KV, DQ]
+        launches = [P, KV]                               # dq_mode="atomic": dQ came from the K/V pass
+        if dq_mode == "separate":
+            DQ = LaunchIO("_bwd_dq")
+            DQ.add("load", "Q", bh * nd)
+            DQ.add("load", "DO", bh * nd)
+            DQ.add("load", "LSE", bh * N * F32)
+            DQ.add("load", "DELTA", bh * N * F32)
+            DQ.add("load", "K", bh * kv_rows * d * es)
+            DQ.add("load", "V", bh * kv_rows * d * es)
+            DQ.add("store", "DQ", bh * nd)
+            launches.append(DQ)
     elif kernel == "naive":
         S = LaunchIO("_scores_kernel")
         q_rows = k_rows = 0
@@ -292,7 +275,7 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
                     key = ("DQ",) + p[i].key[1:]
                     r = p[i].nbytes // F32
                     p[i + 1:i + 1] = [Access(key, r * d * F32), Access(key, r * d * F32, True)]
-            out.append(("_bwd_dkdv_dq_atomic", dkdv))
+            out.append(("_bwd_dkdv", dkdv))
             return out
         out.append(("_bwd_dkdv", dkdv))
         dq = []

@@ -10,8 +10,17 @@ recomputes each P tile from Q, K and L, in three launches:
 3. ``_bwd_dq``: one program per Q row block. It loads Q, dO, L, delta once, streams K/V tiles (causal: up to the
    diagonal) and accumulates dQ += dS K · scale. Writes dQ once.
 
-No atomics: dQ is recomputed in its own pass, so K/V and Q/dO each stream once per row block of the other.
-As in the forward pass, only tiles on the diagonal (causal) or ragged at N pay for masking.
+No atomics: dQ is recomputed in its own pass, so K/V and Q/dO each stream once per row block of the other
+(7 matmuls per (Q block, K/V block) pair). As in the forward pass, only tiles on the diagonal (causal) or ragged
+at N pay for masking.
+
+``dq_mode="atomic"`` (opt-in) is FlashAttention-2's own backward: launch 3 disappears, and ``_bwd_dkdv`` with
+``DQ_ATOMIC=True`` also computes each Q row block's share dS K · scale (5 matmuls per pair) and adds it into a
+zeroed fp32 (B, H, N, d) buffer with ``tl.atomic_add``, once per K/V row block that sees the rows; the wrapper
+casts the sum to the input dtype. The order of the adds differs from run to run on a GPU, so dQ is not bit-for-bit
+reproducible there (it is in the interpreter, which runs programs one after another). Keys past N must then get
+dS = 0 (they would add to dQ), so a ragged last K/V block masks every tile. Measured slower than the default on
+an H200 at every shape (benchmarks/results/attention_speed_2026-11-30.md).
 """
 from __future__ import annotations
 
@@ -22,7 +31,6 @@ import triton.language as tl
 from ..errors import FlashsimError
 from ._common import (POINTER_LOADS_H200, check_block, check_qkv, check_tensors, default_blocks, head_block,
                       output_like, scale_of, tensor_desc, tuned_config, use_tma)
-from .flash_bwd_atomic import launch_dkdv_dq_atomic
 
 #: how flash_backward computes dQ: "separate" (default: its own kernel, no atomics) or "atomic" (FA2: fp32
 #: atomic adds from the dK/dV pass)
@@ -52,13 +60,14 @@ def _bwd_preprocess(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od,
 
 
 @triton.jit
-def _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
+def _dkdv_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, pid_bh, stride_n, stride_d,
                 desc_q, desc_do, b, h, offs_n, offs_m, offs_d, d_valid, N, lo, hi,
-                MASK: tl.constexpr, CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr,
-                BLOCK_D: tl.constexpr):
+                MASK: tl.constexpr, CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, DQ_ATOMIC: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr):
     """Stream Q/dO row blocks [lo, hi) past one K/V tile. MASK=False where every query row of the block is
     below the diagonal and inside N: no masking arithmetic there (the FA2 trick). USE_TMA: Q and dO tiles come
-    through tensor descriptors (chapter 12); rows past N arrive as 0, as the masked pointer loads give them."""
+    through tensor descriptors (chapter 12); rows past N arrive as 0, as the masked pointer loads give them.
+    DQ_ATOMIC: also add each row block's dQ share into the fp32 buffer DQ (``dq_mode="atomic"``)."""
     for start_m in range(lo, hi, BLOCK_M):
         rows = start_m + offs_m
         m_valid = rows < N
@@ -76,6 +85,8 @@ def _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_
         pT = tl.math.exp2(qkT * qk_scale - lse[None, :] * 1.4426950408889634)   # recomputed P tileᵀ (exp2)
         if MASK:
             keep = m_valid[None, :]
+            if DQ_ATOMIC:
+                keep = keep & (offs_n < N)[:, None]       # keys past N: their dS must be 0, it goes into dQ
             if CAUSAL:
                 keep = keep & (rows[None, :] >= offs_n[:, None])
             pT = tl.where(keep, pT, 0.0)
@@ -91,16 +102,22 @@ def _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_
         dpT = tl.dot(v, tl.trans(do))                                     # (BLOCK_N, BLOCK_M) = dP tileᵀ
         dsT = pT * (dpT - delta[None, :])
         dk += tl.dot(dsT.to(q.dtype), q)
+        if DQ_ATOMIC:
+            dq = tl.dot(tl.trans(dsT.to(k.dtype)), k) * sm_scale          # (BLOCK_M, BLOCK_D) this block's share
+            # sem="relaxed": no ordering between programs is needed, only the sum (the launch's end publishes it).
+            # reads and writes dQ (fp32, read-modify-write in L2) once per K/V row block: N*d fp32 per row block
+            tl.atomic_add(DQ + q_off, dq, mask=q_mask, sem="relaxed")
     return dk, dv
 
 
 @triton.jit
-def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale, DESC_Q, DESC_DO,
+def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale, DESC_Q, DESC_DO, DQ,
               stride_b, stride_h, stride_n, stride_d,
               H, N, D,
               CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-              BLOCK_D: tl.constexpr):
-    # Q, K, V, dO, dK, dV share one (B, H, N, d) layout: the wrapper makes them contiguous.
+              BLOCK_D: tl.constexpr, DQ_ATOMIC: tl.constexpr):
+    # Q, K, V, dO, dK, dV (and DQ, fp32, with DQ_ATOMIC) share one (B, H, N, d) layout: the wrapper makes them
+    # contiguous.
     pid_n = tl.program_id(0)                      # which K/V row block
     pid_bh = tl.program_id(1)
     b = pid_bh // H
@@ -126,18 +143,24 @@ def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale, DESC_Q, DESC_DO,
     else:
         lo = 0
         mid = 0
-    full = tl.maximum(mid, N // BLOCK_M * BLOCK_M)   # whole row blocks end here; a ragged last one follows
+    whole = N // BLOCK_M * BLOCK_M                   # whole row blocks end here; a ragged last one follows ...
+    if DQ_ATOMIC:                                    # ... except in a ragged last K/V block, whose keys past N
+        whole = whole * ((pid_n + 1) * BLOCK_N <= N).to(tl.int32)   # need the mask on every tile (dQ)
+    full = tl.maximum(mid, whole)
     # [lo, mid): blocks on the diagonal, masked; [mid, full): below it, unmasked; [full, N): ragged, masked
     qk_scale = sm_scale * 1.4426950408889634          # exp(x) = exp2(x * log2(e)): fold log2(e) into the scale
-    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, pid_bh, stride_n, stride_d,
                          DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, lo, mid,
-                         MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
-    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
+                         MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, DQ_ATOMIC=DQ_ATOMIC, BLOCK_M=BLOCK_M,
+                         BLOCK_D=BLOCK_D)
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, pid_bh, stride_n, stride_d,
                          DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, mid, full,
-                         MASK=False, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
-    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
+                         MASK=False, CAUSAL=CAUSAL, USE_TMA=USE_TMA, DQ_ATOMIC=DQ_ATOMIC, BLOCK_M=BLOCK_M,
+                         BLOCK_D=BLOCK_D)
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, pid_bh, stride_n, stride_d,
                          DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, full, N,
-                         MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
+                         MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, DQ_ATOMIC=DQ_ATOMIC, BLOCK_M=BLOCK_M,
+                         BLOCK_D=BLOCK_D)
     dk = dk * sm_scale
     # writes dK once: N*d elements per head
     tl.store(DK + kv_off, dk.to(DK.dtype.element_ty), mask=kv_mask)
@@ -237,7 +260,7 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     q, k, v, o, do: (B, H, N, d); lse: (B, H, N) fp32 from :func:`flash_forward`.
     ``dq_mode="separate"`` (the default): dK/dV and dQ in two kernels, no atomics (this module).
     ``dq_mode="atomic"``: FA2's one pass over K/V blocks, dQ summed with fp32 atomic adds and then cast to q's
-    dtype (:mod:`flashsim.kernels.flash_bwd_atomic`); two launches.
+    dtype (``_bwd_dkdv`` with ``DQ_ATOMIC``, see the module docstring); two launches.
     Blocks: given ``block_m`` (Q rows) and ``block_n`` (K/V rows) hold for every launch, as the kernel view in
     :mod:`flashsim.kernel_io` assumes. Without them, on a Hopper GPU each kernel takes its own tuned configuration
     (:data:`flashsim.kernels._common.TUNED_H200`: the K/V pass wants few Q rows per step, the dQ pass many).
@@ -279,19 +302,18 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     delta = output_like(q, (B, H, N), torch.float32)                 # (B, H, N)
     _bwd_preprocess[(triton.cdiv(N, block_m), B * H)](o, do, delta, *o.stride(), *do.stride(), H, N, d,
                                                       BLOCK_M=block_m, BLOCK_D=block_d)
-    if dq_mode == "atomic":
-        dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)   # atomic adds sum into it
-        dk, dv = output_like(k), output_like(v)
-        launch_dkdv_dq_atomic(q, k, v, do, dq32, dk, dv, lse, delta, scale, causal, block_m, block_n, block_d,
-                              **extra)
-        return dq32.to(q.dtype), dk, dv
     with_tma = use_tma(tma, (q, k, v, do), d, block_d)
-    dq, dk, dv = output_like(q), output_like(k), output_like(v)      # (B, H, N, d) each
+    atomic = dq_mode == "atomic"
+    dk, dv = output_like(k), output_like(v)                           # (B, H, N, d) each
+    # dq_mode="atomic": the K/V pass adds into a zeroed fp32 dQ; otherwise the dQ pass writes dq once
+    dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device) if atomic else output_like(q)
     bm, bn, opts, tma_here = launch("flash_bwd_dkdv")
     descs = (tensor_desc(q, bm, block_d), tensor_desc(do, bm, block_d)) if tma_here else (None, None)
-    _bwd_dkdv[(triton.cdiv(N, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, *q.stride(), H, N, d,
-                                           CAUSAL=bool(causal), USE_TMA=tma_here, BLOCK_M=bm, BLOCK_N=bn,
-                                           BLOCK_D=block_d, **opts)
+    _bwd_dkdv[(triton.cdiv(N, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, dq, *q.stride(), H, N,
+                                           d, CAUSAL=bool(causal), USE_TMA=tma_here, BLOCK_M=bm, BLOCK_N=bn,
+                                           BLOCK_D=block_d, DQ_ATOMIC=atomic, **opts)
+    if atomic:
+        return dq.to(q.dtype), dk, dv
     bm, bn, opts, tma_here = launch("flash_bwd_dq")
     descs = (tensor_desc(k, bn, block_d), tensor_desc(v, bn, block_d)) if tma_here else (None, None)
     _bwd_dq[(triton.cdiv(N, bm), B * H)](q, k, v, do, dq, lse, delta, scale, *descs, *q.stride(), H, N, d,
