@@ -8,6 +8,8 @@ measured): the package forward's math in a TMA-only kernel with knobs the packag
            instead of only the diagonal tiles; the package's two loops skip it left of the diagonal.
   preqk    the next tile's scores multiplied before this tile's softmax (FA3's intra-warpgroup overlap)
   persist  a persistent grid (persist x SMs programs, each looping over tiles; causal tiles longest first).
+  flatten  with persist: ``tl.range(..., flatten=True)`` on the tile loop, so that the software pipeliner can
+           prefetch the next tile's K/V while this tile finishes (one inner loop needed: use with oneloop).
 
 Every variant computes exactly what ``flash_forward`` computes (checked against it before timing).
 """
@@ -133,10 +135,11 @@ def _fwdx_grid(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N, CAUSAL: tl.c
 @triton.jit
 def _fwdx_persistent(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N, n_m, total, CAUSAL: tl.constexpr,
                      EVEN_N: tl.constexpr, WS: tl.constexpr, ONELOOP: tl.constexpr, PREQK: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+                     FLATTEN: tl.constexpr):
     # tile t: row block t % n_m of head t // n_m (neighbouring programs share a head's K/V in L2);
     # causal: row blocks in reverse, so each head's longest rows go first
-    for t in tl.range(tl.program_id(0), total, tl.num_programs(0)):
+    for t in tl.range(tl.program_id(0), total, tl.num_programs(0), flatten=FLATTEN):
         pid_m = t % n_m
         if CAUSAL:
             pid_m = n_m - 1 - pid_m
@@ -145,7 +148,7 @@ def _fwdx_persistent(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N, n_m, t
 
 
 def launch(c, q, k, v, o, lse, scale, desc, sms=132):
-    """A zero-argument launch of variant c (keys bm, bn, w, s, ws, oneloop, preqk, persist) writing o and lse."""
+    """A zero-argument launch of variant c (keys bm, bn, w, s, ws, oneloop, preqk, persist, flatten) writing o and lse."""
     B, H, n, d = q.shape
     bm, bn = c["bm"], c["bn"]
     descs = (desc(q, bm), desc(k, bn), desc(v, bn), desc(o, bm))
@@ -155,5 +158,6 @@ def launch(c, q, k, v, o, lse, scale, desc, sms=132):
     n_m = triton.cdiv(n, bm)
     if c.get("persist"):
         grid = (min(n_m * B * H, c["persist"] * sms),)
-        return lambda: _fwdx_persistent[grid](*descs, lse, scale, H, n, n_m, n_m * B * H, **flags)
+        return lambda: _fwdx_persistent[grid](*descs, lse, scale, H, n, n_m, n_m * B * H,
+                                              FLATTEN=bool(c.get("flatten")), **flags)
     return lambda: _fwdx_grid[(n_m, B * H)](*descs, lse, scale, H, n, **flags)

@@ -119,14 +119,14 @@ def _fwd_pingpong_kernel(DESC_Q, DESC_K, DESC_V, DESC_O, LSE, sm_scale, H, N, CA
 def parse_spec(spec: str) -> list[dict]:
     """Configurations from ``--spec``: comma-separated ``kernel:BMxBN:warps:stages[:flag...]``, e.g.
     ``fwd:256x64:8:2:tma,fwd:128x64:4:2:tma``. Flags: ``tma``; for the ``fwdx`` variants
-    (benchmarks/fwd_variants.py) also ``ws``, ``oneloop``, ``preqk`` and ``persist<k>`` (k programs per SM)."""
+    (benchmarks/fwd_variants.py) also ``ws``, ``oneloop``, ``preqk``, ``flatten`` and ``persist<k>`` (k programs per SM)."""
     out = []
     for item in filter(None, spec.split(",")):
         kernel, blocks, w, st, *rest = item.split(":")
         bm, bn = (int(x) for x in blocks.split("x"))
         c = dict(kernel=kernel, bm=bm, bn=bn, w=int(w), s=int(st), tma="tma" in rest or kernel == "fwdx")
         for flag in rest:
-            if flag in ("ws", "oneloop", "preqk"):
+            if flag in ("ws", "oneloop", "preqk", "flatten"):
                 c[flag] = True
             elif flag.startswith("persist"):
                 c["persist"] = int(flag[len("persist"):] or 1)
@@ -369,7 +369,7 @@ def main(argv=None):
     for r in results:
         if "ms" in r and r["err"] < 2e-2:
             key = (r["kernel"], r["d"], r["causal"], r.get("tma", False), bool(r.get("ws")), bool(r.get("oneloop")),
-                   bool(r.get("preqk")), r.get("persist", 0))
+                   bool(r.get("preqk")), r.get("persist", 0), bool(r.get("flatten")))
             if key not in best or r["ms"] < best[key]["ms"]:
                 best[key] = r
     bad = [r for r in results if "ms" in r and not r["err"] < 2e-2]
@@ -379,7 +379,7 @@ def main(argv=None):
     for (kern, d, causal, *_), r in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0], kv[0][3:])):
         B, H = max(1, TOKENS // args.n), WIDTH // d
         mode = "fwd" if kern.startswith("fwd") else "bwd"  # fwd, fwd_pp
-        extra = f" tma={r.get('tma', False)}" + "".join(f" {f}={r[f]}" for f in ("ws", "oneloop", "preqk", "persist") if f in r)
+        extra = f" tma={r.get('tma', False)}" + "".join(f" {f}={r[f]}" for f in ("ws", "oneloop", "preqk", "persist", "flatten") if f in r)
         if "regs" in r:
             extra += f" regs={r['regs']} spills={r['spills']} smem={r['smem']}"
         print(f"d={d:3d} causal={causal!s:5} {kern:8s} bm={r['bm']:3d} bn={r['bn']:3d} w={r['w']} s={r['s']}{extra} "

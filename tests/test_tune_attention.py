@@ -35,7 +35,8 @@ def test_every_launcher_matches_the_package_defaults(causal):
               dict(kernel="atomic", bm=16, bn=32), dict(kernel="fwdx", bm=32, bn=16),
               dict(kernel="fwdx", bm=32, bn=16, oneloop=True, ws=True), dict(kernel="fwdx", bm=16, bn=32, persist=1),
               dict(kernel="fwdx", bm=32, bn=32, oneloop=True, persist=2),
-              dict(kernel="fwdx", bm=32, bn=16, preqk=True), dict(kernel="fwdx", bm=16, bn=32, preqk=True, oneloop=True)):
+              dict(kernel="fwdx", bm=32, bn=16, preqk=True), dict(kernel="fwdx", bm=16, bn=32, preqk=True, oneloop=True),
+              dict(kernel="fwdx", bm=32, bn=16, oneloop=True, persist=1, flatten=True)):
         run, check = T.launcher(dict(c, d=32, causal=causal, w=4, s=2), x)
         run()
         assert check() < 1e-3, c
