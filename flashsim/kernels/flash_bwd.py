@@ -20,7 +20,7 @@ zeroed fp32 (B, H, N, d) buffer with ``tl.atomic_add``, once per K/V row block t
 casts the sum to the input dtype. The order of the adds differs from run to run on a GPU, so dQ is not bit-for-bit
 reproducible there (it is in the interpreter, which runs programs one after another). Keys past N must then get
 dS = 0 (they would add to dQ), so a ragged last K/V block masks every tile. Measured slower than the default on
-an H200 at every shape (benchmarks/results/attention_speed_2026-11-30.md).
+an H200 at every shape (benchmarks/results/atomic_bwd_h200_2026-11-30.json).
 """
 from __future__ import annotations
 
@@ -289,6 +289,8 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     if num_stages is not None:
         extra["num_stages"] = num_stages
 
+    with_tma = use_tma(tma, (q, k, v, do), d, block_d)
+
     def launch(kernel: str) -> tuple[int, int, dict, bool]:
         """(BLOCK_M, BLOCK_N, launch options, TMA) of one kernel: the caller's, else the tuned ones (Hopper),
         with pointer loads where the sweeps found them faster (:data:`_common.POINTER_LOADS_H200`)."""
@@ -302,7 +304,6 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     delta = output_like(q, (B, H, N), torch.float32)                 # (B, H, N)
     _bwd_preprocess[(triton.cdiv(N, block_m), B * H)](o, do, delta, *o.stride(), *do.stride(), H, N, d,
                                                       BLOCK_M=block_m, BLOCK_D=block_d)
-    with_tma = use_tma(tma, (q, k, v, do), d, block_d)
     atomic = dq_mode == "atomic"
     dk, dv = output_like(k), output_like(v)                           # (B, H, N, d) each
     # dq_mode="atomic": the K/V pass adds into a zeroed fp32 dQ; otherwise the dQ pass writes dq once
