@@ -11,8 +11,9 @@ Kernels and their shapes (``kernel`` names, as the CLI spells them):
 * ``flash_fwd``: Q, K, V (batch, heads, n, d) -> O, LSE. One launch.
 * ``flash_bwd``: three launches (preprocess, dK/dV, dQ). With ``dq_mode="atomic"`` (the opt-in FA2 backward,
   see :mod:`flashsim.kernels.flash_bwd`): two launches, preprocess and ``_bwd_dkdv``, which then also adds each Q
-  row block's dQ share into an fp32 dQ buffer with ``tl.atomic_add`` once per K/V row block that sees it. An atomic add is a read-modify-write done in L2: its fp32 elements are
-  counted both as load bytes and as store bytes of ``DQ`` (as :func:`flashsim.measure.count_io` counts them).
+  row block's dQ share into an fp32 dQ buffer with ``tl.atomic_add`` once per K/V row block that sees it. An
+  atomic add is a read-modify-write done in L2: its fp32 elements are counted both as load bytes and as store
+  bytes of ``DQ`` (as :func:`flashsim.measure.count_io` counts them).
   The final cast of that buffer to q's dtype is a torch op, not a Triton launch, and is not counted.
 * ``naive``: three launches (S = Q Kᵀ, softmax, P V); S and P fp32 (batch, heads, n, n), written in full
   also when causal (only the Q Kᵀ products and P V tiles above the diagonal are skipped).
