@@ -148,13 +148,14 @@ def _fwdx_persistent(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N, n_m, t
 
 
 def launch(c, q, k, v, o, lse, scale, desc, sms=132):
-    """A zero-argument launch of variant c (keys bm, bn, w, s, ws, oneloop, preqk, persist, flatten) writing o and lse."""
+    """A zero-argument launch of variant c (keys bm, bn, w, s, ws, oneloop, preqk, persist, flatten) writing o
+    and lse."""
     B, H, n, d = q.shape
     bm, bn = c["bm"], c["bn"]
     descs = (desc(q, bm), desc(k, bn), desc(v, bn), desc(o, bm))
     flags = dict(CAUSAL=c["causal"], EVEN_N=n % bn == 0 and n % bm == 0, WS=bool(c.get("ws")),
-                 ONELOOP=bool(c.get("oneloop")), PREQK=bool(c.get("preqk")), BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d, num_warps=c["w"],
-                 num_stages=c["s"])
+                 ONELOOP=bool(c.get("oneloop")), PREQK=bool(c.get("preqk")), BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d,
+                 num_warps=c["w"], num_stages=c["s"])
     n_m = triton.cdiv(n, bm)
     if c.get("persist"):
         grid = (min(n_m * B * H, c["persist"] * sms),)
