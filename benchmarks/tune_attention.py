@@ -35,6 +35,8 @@ if HERE not in sys.path:
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from benchmarks.fwd_variants import _softmax_step  # noqa: E402  (the forward's online-softmax step, one copy)
+
 TOKENS, WIDTH = 16384, 2048
 
 
@@ -45,20 +47,8 @@ TOKENS, WIDTH = 16384, 2048
 
 @triton.jit
 def _pp_half(acc, l_i, m_i, qk, v, cols, offs_m, N, qk_scale, MASK: tl.constexpr, CAUSAL: tl.constexpr):
-    if MASK:
-        keep = (cols < N)[None, :]
-        if CAUSAL:
-            keep = keep & (offs_m[:, None] >= cols[None, :])
-        qk = tl.where(keep, qk * qk_scale, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        qk = qk - m_new[:, None]
-    else:
-        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-        qk = qk * qk_scale - m_new[:, None]
-    p = tl.math.exp2(qk)
-    alpha = tl.math.exp2(m_i - m_new)
-    l_i = l_i * alpha + tl.sum(p, 1)
-    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+    p, acc, l_i, m_new = _softmax_step(acc, l_i, m_i, qk, offs_m, cols, N, qk_scale, MASK, CAUSAL, False)
+    acc = tl.dot(p.to(v.dtype), v, acc)
     return acc, l_i, m_new
 
 

@@ -158,16 +158,26 @@ def _benchmark_script(name: str):
     return module
 
 
+def _drawn_by_benchmark(pattern: str, need: str, script: str, path, by_path: bool = False):
+    """Draw the newest benchmarks/results/<pattern> (having key `need`) with benchmarks/<script>.py's ``plot``:
+    ``plot(data, path)``, or ``plot(json_path, path)`` when `by_path`. None while there is no such result."""
+    found = _newest_result(pattern, need=need)
+    if found is None:
+        return None
+    plot = _benchmark_script(script).plot
+    if by_path:
+        plot(str(found[0]), str(path))
+    else:
+        plot(found[1], path)
+    return True
+
+
 def figure_peak_memory_cpu(path=None):
     """figures/peak_memory_cpu.png
 
     From the newest benchmarks/results/cpu_peak_memory_*.json, drawn by benchmarks/peak_memory.py's ``plot``.
     """
-    found = _newest_result("cpu_peak_memory_*.json", need="cpu")
-    if found is None:
-        return None
-    _benchmark_script("peak_memory").plot(found[1], path)
-    return True
+    return _drawn_by_benchmark("cpu_peak_memory_*.json", "cpu", "peak_memory", path)
 
 
 def figure_cpu_speed(path=None):
@@ -175,11 +185,7 @@ def figure_cpu_speed(path=None):
 
     From the newest benchmarks/results/cpu_speed_*.json, drawn by benchmarks/cpu_speed.py's ``plot``.
     """
-    found = _newest_result("cpu_speed_*.json", need="speed")
-    if found is None:
-        return None
-    _benchmark_script("cpu_speed").plot(found[1], path)
-    return True
+    return _drawn_by_benchmark("cpu_speed_*.json", "speed", "cpu_speed", path)
 
 
 def figure_measured_vs_simulated_h200(path=None):
@@ -188,11 +194,7 @@ def figure_measured_vs_simulated_h200(path=None):
     From the newest benchmarks/results/kernels_h200*.json (the ncu sweep), drawn by benchmarks/gpu_validate.py's
     ``plot``; skipped while that result is not there.
     """
-    found = _newest_result("kernels_h200*.json", need="ncu_sweep")
-    if found is None:
-        return None
-    _benchmark_script("gpu_validate").plot(str(found[0]), str(path))
-    return True
+    return _drawn_by_benchmark("kernels_h200*.json", "ncu_sweep", "gpu_validate", path, by_path=True)
 
 
 def figure_notebook_wall_times():
