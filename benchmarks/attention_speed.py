@@ -297,7 +297,7 @@ def sweep_one(mode, d, causal, bm, bn, warps, stages, n=8192, dtype="float16", t
 
 def versions(command: str | None = None) -> dict:
     import flashsim.kernels  # noqa: F401,I001  (before triton: it decides TRITON_INTERPRET)
-    from flashsim.provenance import run_info
+    from flashsim.measure.provenance import run_info
     info = run_info(command)
     if info["gpu"] is None:
         info["note"] = ("no CUDA GPU: Triton interpreter (%s); timings are meaningless"

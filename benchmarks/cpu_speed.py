@@ -38,7 +38,7 @@ from flashsim.cpu import (  # noqa: E402
     flash_attention_cpu,
     naive_attention_numpy,
 )
-from flashsim.hardware import get_device  # noqa: E402
+from flashsim.model.hardware import get_device  # noqa: E402
 
 KiB = 1024
 

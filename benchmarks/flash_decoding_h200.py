@@ -7,7 +7,7 @@ On the GPU machine (imports torch, triton, numpy):
 Batch 1, one query row (Nq = 1), N = 65536 keys, d = 128, fp16. For H in {1, 8, 16, 32} heads:
 flashsim.kernels.split_kv.split_kv_attention with num_splits=1 (one program per head streams all 64k keys) and
 with the default split (about two programs per SM), timed with triton.testing.do_bench; the ratio, the error of
-each against an fp32 torch reference, the requested bytes (flashsim.io_model.multi_device.split_kv_bytes) and
+each against an fp32 torch reference, the requested bytes (flashsim.model.multi.closed_forms.split_kv_bytes) and
 the implied bandwidth. Then, at H = 16, a sweep of num_splits.
 
 Writes <out>/flash_decoding_h200.json and prints a short table last. ``--small`` runs the interpreter at small
@@ -26,7 +26,7 @@ sys.path.insert(0, HERE)
 
 
 def versions() -> dict:
-    from flashsim.provenance import run_info
+    from flashsim.measure.provenance import run_info
     return run_info("PYTHONPATH=$PWD python benchmarks/flash_decoding_h200.py --out $OUT")
 
 
@@ -38,7 +38,7 @@ def main() -> int:
     import torch
     from flashsim.kernels import INTERPRETER
     from flashsim.kernels.split_kv import default_num_splits, split_kv_attention, split_plan
-    from flashsim.io_model.multi_device import split_kv_total_bytes
+    from flashsim.model.multi.closed_forms import split_kv_total_bytes
     gpu = not INTERPRETER and not args.small
     dev = "cuda" if gpu else "cpu"
     n, d = (65536, 128) if gpu else (1024, 32)

@@ -112,7 +112,7 @@ def _cfg(row, dtype="fp16", tma=False):
 
 def _simulate(cfg):
     """kernel_io requested bytes and the L2 model's DRAM bytes (run in a worker process)."""
-    from flashsim.kernel_io import kernel_dram, kernel_io
+    from flashsim.model.kernel_io import kernel_dram, kernel_io
     args = (cfg["kernel"], cfg["n"], cfg["d"], cfg["block_m"], cfg["block_n"], cfg["causal"], cfg["dtype"],
             cfg["batch"], cfg["heads"])
     io = kernel_io(*args)
@@ -210,7 +210,7 @@ def other_kernels_check(log):
 
 INTERP_CHECK = r'''
 import json, sys
-from flashsim.kernel_io import kernel_io
+from flashsim.model.kernel_io import kernel_io
 from flashsim.measure import count_io, kernel_runner
 from flashsim import kernels
 assert kernels.INTERPRETER
@@ -279,7 +279,7 @@ def bench_flash(log):
 
 
 def versions():
-    from flashsim.provenance import run_info
+    from flashsim.measure.provenance import run_info
     return run_info("PYTHONPATH=$PWD python benchmarks/gpu_validate.py --out $OUT")
 
 

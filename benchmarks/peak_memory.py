@@ -31,14 +31,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from flashsim.cpu import flash_attention_cpu, flash_extra_bytes, naive_attention_numpy  # noqa: E402
-from flashsim.peak_memory import peak_memory_cpu, peak_memory_gpu  # noqa: E402
+from flashsim.measure.peak_memory import peak_memory_cpu, peak_memory_gpu  # noqa: E402
 
 MiB = 1024 * 1024
 
 _TORCH_CHILD = r"""
 import sys, torch
 sys.path.insert(0, sys.argv[4])
-from flashsim.peak_memory import peak_memory_cpu
+from flashsim.measure.peak_memory import peak_memory_cpu
 n, d, which = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 g = torch.Generator().manual_seed(0)
 q, k, v = (torch.randn(1, 1, n, d, generator=g) for _ in range(3))

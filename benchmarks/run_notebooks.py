@@ -4,7 +4,7 @@ full size on a GPU, too).
 Where Jupyter is installed (nbclient + ipykernel), each notebook runs in a fresh kernel exactly as nbmake runs it.
 Where it is not (the lent H200 image has no Jupyter), ``--plain`` executes the notebook's code cells in order in a
 fresh Python namespace: IPython magics (`%matplotlib inline`) are skipped and ``display`` prints; the widgets'
-``show()`` then falls back to static figures (flashsim.widgets.ch00.widget_or_figure). Both ways stop at the first
+``show()`` then falls back to static figures (flashsim.course.ch00.dashboards.widget_or_figure). Both ways stop at the first
 error and report it.
 
     FLASHSIM_SIZE=full PYTHONPATH=$PWD python benchmarks/run_notebooks.py --plain --out results.json
@@ -25,7 +25,7 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from flashsim.notebook_exec import run_plain  # noqa: E402
+from flashsim.course.kit.notebook_exec import run_plain  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

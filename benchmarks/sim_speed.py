@@ -25,9 +25,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import flashsim  # noqa: E402
-from flashsim.algorithms.flash import run_flash  # noqa: E402
-from flashsim.algorithms.standard import run_standard  # noqa: E402
-from flashsim.problem import make_problem  # noqa: E402
+from flashsim.model.attention.flash import run_flash  # noqa: E402
+from flashsim.model.attention.standard import run_standard  # noqa: E402
+from flashsim.model.problem import make_problem  # noqa: E402
 
 COUNT_TARGET_S = 0.020
 STEP_TARGET_S = 2.0

@@ -293,7 +293,7 @@ def main(argv=None):
     from tqdm import tqdm
 
     from flashsim.measure import bench
-    from flashsim.provenance import run_info
+    from flashsim.measure.provenance import run_info
     kernels = args.kernels.split(",")
     shapes = [(int(d), c) for d in args.d.split(",") for c in (False, True)]
     todo = [c for c in configs(shapes, args.wide, args.pingpong, args.spec) if c["kernel"] in kernels]

@@ -8,10 +8,10 @@ Public names: :func:`traffic` (count mode: bytes, FLOPs, roofline time), :func:`
 their error against float64), :func:`get_device` (hardware presets), :func:`make_problem` (argument
 validation) and the errors. Importing flashsim stays light: numpy only, no torch, triton or ipywidgets.
 """
-from .api import Simulation, Traffic, simulate, traffic
-from .errors import FlashsimError, MemoryBudgetError, SramCapacityError
-from .hardware import Hardware, get_device
-from .problem import make_problem
+from flashsim.model.simulator import Simulation, Traffic, simulate, traffic
+from flashsim.errors import FlashsimError, MemoryBudgetError, SramCapacityError
+from flashsim.model.hardware import Hardware, get_device
+from flashsim.model.problem import make_problem
 
 __version__ = "0.1.0"
 

@@ -1,6 +1,6 @@
 """``python -m flashsim``: the same command as ``flashsim`` (see :mod:`flashsim.cli`)."""
 import sys
 
-from .cli import main
+from flashsim.cli import main
 
 sys.exit(main())

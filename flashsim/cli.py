@@ -9,7 +9,7 @@
 
 ``traffic`` and ``simulate`` take the options of :func:`flashsim.traffic` spelled ``--n --d --block-r --block-c
 --heads --dtype --causal --backward --device --sram-bytes --algo`` (plus ``--stats-dtype --dropout-p --eager-ops
---l2``); ``--json`` prints one JSON object whose keys are the fields of :class:`flashsim.api.Traffic`.
+--l2``); ``--json`` prints one JSON object whose keys are the fields of :class:`flashsim.model.simulator.Traffic`.
 
 Bad input prints ``error: ...`` (the message names the fix) and exits with status 2, never a traceback.
 """
@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 
-from .errors import FlashsimError
+from flashsim.errors import FlashsimError
 
 ALGOS = ("naive", "eager", "flash1", "flash2")
 
@@ -83,7 +83,7 @@ def _print_traffic(t) -> None:
 
 
 def _cmd_traffic(args) -> int:
-    from .api import traffic
+    from flashsim.model.simulator import traffic
     t = traffic(args.algo, args.n, args.d, **_kwargs(args))
     if args.json:
         print(json.dumps(t.as_dict()))
@@ -93,7 +93,7 @@ def _cmd_traffic(args) -> int:
 
 
 def _cmd_simulate(args) -> int:
-    from .api import simulate
+    from flashsim.model.simulator import simulate
     sim = simulate(args.algo, args.n, args.d, seed=args.seed, record_events=False, **_kwargs(args))
     if args.json:
         print(json.dumps(sim.as_dict()))
@@ -114,7 +114,7 @@ def _cmd_simulate(args) -> int:
 
 
 def _cmd_paper(args) -> int:
-    from .paper import fig2_left, fig2_middle, format_report
+    from flashsim.model.paper import fig2_left, fig2_middle, format_report
     if args.json:
         print(json.dumps({"fig2_middle": fig2_middle(), "fig2_left": fig2_left(l2=not args.no_l2)}))
     else:
@@ -123,7 +123,7 @@ def _cmd_paper(args) -> int:
 
 
 def _cmd_measure(args) -> int:
-    from .measure import run_measure
+    from flashsim.measure import run_measure
     return int(run_measure(args) or 0)
 
 
@@ -150,7 +150,7 @@ def build_parser(with_measure: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_measure)
     if with_measure:
         try:
-            from .measure import add_measure_arguments  # imports torch: only the measure subcommand pays for it
+            from flashsim.measure import add_measure_arguments  # imports torch: only the measure subcommand pays for it
         except ImportError:
             p.set_defaults(func=_cmd_measure_missing)
         else:

@@ -8,7 +8,7 @@ from dataclasses import fields
 import pytest
 
 from flashsim import cli
-from flashsim.api import Traffic, traffic
+from flashsim.model.simulator import Traffic, traffic
 
 
 def run(capsys, *argv):
@@ -56,7 +56,7 @@ def test_simulate_json(capsys):
 
 
 def test_simulate_check_fails_when_error_exceeds_tolerance(capsys, monkeypatch):
-    import flashsim.api as api
+    import flashsim.model.simulator as api
     monkeypatch.setattr(api, "tolerance", lambda dtype, plain: 0.0)
     code, _, err = run(capsys, "simulate", "--algo", "flash2", "--n", "64", "--d", "16", "--check")
     assert code == 1 and "exceeds" in err
@@ -93,7 +93,7 @@ def test_python_dash_m_flashsim():
 
 
 def test_paper_subcommand(capsys, monkeypatch):
-    import flashsim.paper as paper
+    import flashsim.model.paper as paper
     monkeypatch.setattr(paper, "fig2_left", lambda l2=True: _fake_left())
     code, out, _ = run(capsys, "paper", "--no-l2")
     assert code == 0

@@ -51,13 +51,13 @@ def _decide_interpreter() -> tuple[bool, str]:
 #: True when the Triton kernels run in the interpreter (CPU tensors, numpy semantics), False on a GPU.
 INTERPRETER, INTERPRETER_REASON = _decide_interpreter()
 
-from ._common import default_blocks, interpreter_self_check  # noqa: E402
-from .naive import naive_attention  # noqa: E402
-from .matmul import tiled_matmul  # noqa: E402
-from .softmax import online_softmax  # noqa: E402
-from .flash_fwd import flash_forward  # noqa: E402
-from .flash_bwd import flash_backward  # noqa: E402
-from .autograd import attention, FlashAttention  # noqa: E402
+from flashsim.kernels._common import default_blocks, interpreter_self_check  # noqa: E402
+from flashsim.kernels.naive import naive_attention  # noqa: E402
+from flashsim.kernels.matmul import tiled_matmul  # noqa: E402
+from flashsim.kernels.softmax import online_softmax  # noqa: E402
+from flashsim.kernels.flash_fwd import flash_forward  # noqa: E402
+from flashsim.kernels.flash_bwd import flash_backward  # noqa: E402
+from flashsim.kernels.autograd import attention, FlashAttention  # noqa: E402
 
 __all__ = ["INTERPRETER", "INTERPRETER_REASON", "attention", "FlashAttention", "flash_forward", "flash_backward",
            "naive_attention", "tiled_matmul", "online_softmax", "default_blocks", "interpreter_self_check"]

@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..errors import FlashsimError
+from flashsim.errors import FlashsimError
 
 MAX_HEAD_DIM = 256
 _INTERP_DTYPES = (torch.float32, torch.float16)
@@ -16,7 +16,7 @@ _SELF_CHECKED = False
 
 
 def interpreting() -> bool:
-    from . import INTERPRETER
+    from flashsim.kernels import INTERPRETER
     return INTERPRETER
 
 

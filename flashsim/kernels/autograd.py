@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import FlashsimError
-from .flash_bwd import DQ_MODES, flash_backward
-from .flash_fwd import flash_forward
+from flashsim.errors import FlashsimError
+from flashsim.kernels.flash_bwd import DQ_MODES, flash_backward
+from flashsim.kernels.flash_fwd import flash_forward
 
 
 class FlashAttention(torch.autograd.Function):

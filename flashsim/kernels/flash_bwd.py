@@ -28,8 +28,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ..errors import FlashsimError
-from ._common import (POINTER_LOADS_H200, check_block, check_qkv, check_tensors, default_blocks, head_block,
+from flashsim.errors import FlashsimError
+from flashsim.kernels._common import (POINTER_LOADS_H200, check_block, check_qkv, check_tensors, default_blocks, head_block,
                       output_like, scale_of, tensor_desc, tuned_config, use_tma)
 
 #: how flash_backward computes dQ: "separate" (default: its own kernel, no atomics) or "atomic" (FA2: fp32
@@ -262,7 +262,7 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     ``dq_mode="atomic"``: FA2's one pass over K/V blocks, dQ summed with fp32 atomic adds and then cast to q's
     dtype (``_bwd_dkdv`` with ``DQ_ATOMIC``, see the module docstring); two launches.
     Blocks: given ``block_m`` (Q rows) and ``block_n`` (K/V rows) hold for every launch, as the kernel view in
-    :mod:`flashsim.kernel_io` assumes. Without them, on a Hopper GPU each kernel takes its own tuned configuration
+    :mod:`flashsim.model.kernel_io` assumes. Without them, on a Hopper GPU each kernel takes its own tuned configuration
     (:data:`flashsim.kernels._common.TUNED_H200`: the K/V pass wants few Q rows per step, the dQ pass many).
     ``tma``: stream the tiles through tensor descriptors (chapter 12); None = as :func:`flash_forward` decides
     (where supported and validated, never by default in the interpreter).

@@ -5,7 +5,7 @@ tile past it, keeping a running max ``m``, running sum ``l`` and an fp32 output 
 S and P never touch global memory. It stores O and the logsumexp (for the backward pass).
 
 Traffic per (batch, head), with T_m = ceil(N / BLOCK_M) Q row blocks (the kernel view in
-:mod:`flashsim.kernel_io` adds these up exactly):
+:mod:`flashsim.model.kernel_io` adds these up exactly):
     Q: N*d elements read once; K, V: N*d elements read once per Q row block (non-causal);
     causal: Q row block i reads K/V rows [0, min((i+1)*BLOCK_M, N)) rounded up to whole BLOCK_N tiles
     (fully masked tiles are skipped); O: N*d written once; LSE: N fp32 written once.
@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import (check_block, check_qkv, default_blocks, forward_launch_options, head_block, output_like,
+from flashsim.kernels._common import (check_block, check_qkv, default_blocks, forward_launch_options, head_block, output_like,
                       scale_of, tensor_desc, tuned_config, use_tma)
 
 

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import check_block, check_qkv, default_blocks, head_block, next_pow2, poison_like, scale_of
+from flashsim.kernels._common import check_block, check_qkv, default_blocks, head_block, next_pow2, poison_like, scale_of
 
 
 @triton.jit

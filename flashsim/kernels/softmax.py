@@ -16,8 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import check_block, check_tensors, default_blocks, poison_like
-from ..errors import FlashsimError
+from flashsim.kernels._common import check_block, check_tensors, default_blocks, poison_like
+from flashsim.errors import FlashsimError
 
 
 @triton.jit

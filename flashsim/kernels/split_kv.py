@@ -12,7 +12,7 @@ merges the partials exactly as chapter 04's (m, l) merge does, with L = m + log 
 so the result is the same function as one-pass attention, to rounding.
 
 Traffic per (batch, head), S = number of non-empty chunks (closed form in
-:func:`flashsim.io_model.multi_device.split_kv_bytes`):
+:func:`flashsim.model.multi.closed_forms.split_kv_bytes`):
     split kernel:   reads Q S times (Nq·d·b each), K and V once (N·d·b each);
                     writes O_partial S·Nq·d fp32 and LSE_partial S·Nq fp32;
     combine kernel: reads O_partial and LSE_partial once; writes O (Nq·d·b) and LSE (Nq fp32).
@@ -26,8 +26,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ..errors import FlashsimError
-from ._common import check_block, check_tensors, head_block, interpreting, next_pow2, poison_like, scale_of
+from flashsim.errors import FlashsimError
+from flashsim.kernels._common import check_block, check_tensors, head_block, interpreting, next_pow2, poison_like, scale_of
 
 
 @triton.jit

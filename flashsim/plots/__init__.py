@@ -1,8 +1,4 @@
-"""flashsim.plots: one module per chapter (`ch05.py` for chapter 05); every public name is re-exported here.
+"""flashsim.plots: every chapter's `figures` (`flashsim/course/chNN/figures.py`), in one flat namespace for the notebooks."""
+from flashsim.course.kit.namespaces import reexport_chapters
 
-The course's notebooks call `flashsim.plots.<name>`; modules import matplotlib / ipywidgets lazily, inside
-functions, so `import flashsim.plots` works on a GPU machine without Jupyter.
-"""
-from .._reexport import reexport_submodules
-
-__all__ = reexport_submodules(__name__, globals())
+__all__ = reexport_chapters("figures", globals())

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
-from ..dtypes import dtype_bytes
-from ..hardware import get_device
+from flashsim.model.dtypes import dtype_bytes
+from flashsim.model.hardware import get_device
 
 __all__ = ["tensor_bytes", "transfer_time"]
 

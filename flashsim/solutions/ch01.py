@@ -1,8 +1,8 @@
 """Solutions of chapter 01's exercises (The memory hierarchy)."""
 from __future__ import annotations
 
-from ..dtypes import dtype_bytes
-from ..hardware import get_device
+from flashsim.model.dtypes import dtype_bytes
+from flashsim.model.hardware import get_device
 
 __all__ = ["matmul_intensity", "which_bound", "min_kernel_time"]
 

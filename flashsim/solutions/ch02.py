@@ -1,7 +1,7 @@
 """Solutions of chapter 02's exercises (Standard attention and its traffic)."""
 from __future__ import annotations
 
-from ..dtypes import dtype_bytes
+from flashsim.model.dtypes import dtype_bytes
 
 __all__ = ["naive_hbm_bytes", "score_matrix_bytes"]
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ..dtypes import dtype_bytes
+from flashsim.model.dtypes import dtype_bytes
 
 __all__ = ["tiled_qkt", "paper_blocks", "tile_fits"]
 

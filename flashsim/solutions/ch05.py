@@ -1,4 +1,4 @@
-"""Chapter 05 solutions (reference answers to :mod:`flashsim.exercises.ch05`), plus the plausible wrong answers
+"""Chapter 05 solutions (reference answers to :mod:`flashsim.course.ch05.checks`), plus the plausible wrong answers
 the tests make sure the checkers reject."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chapter 06 solutions (reference answers to :mod:`flashsim.exercises.ch06`), plus plausible wrong answers the
+"""Chapter 06 solutions (reference answers to :mod:`flashsim.course.ch06.checks`), plus plausible wrong answers the
 tests make sure the checkers reject."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def max_context_length(capacity_bytes, d, batch_heads, elem_bytes, algo):
     """Largest N whose attention memory (chapter 06's model) fits: bisection on N over
     flashsim.widgets.attention_memory_bytes, which grows with N (4·N·d·b per head, plus 2·N²·b for standard
     attention's S and P, or 4·N for flash's fp32 logsumexp)."""
-    from ..widgets.ch06 import attention_memory_bytes
+    from flashsim.course.ch06.dashboards import attention_memory_bytes
 
     def fits(n):
         return attention_memory_bytes(algo, n, d, batch_heads, elem_bytes) <= capacity_bytes

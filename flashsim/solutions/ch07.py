@@ -1,4 +1,4 @@
-"""Chapter 07 solutions (reference answers to :mod:`flashsim.exercises.ch07`), plus plausible wrong answers the
+"""Chapter 07 solutions (reference answers to :mod:`flashsim.course.ch07.checks`), plus plausible wrong answers the
 tests make sure the checkers reject."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chapter 08 solutions (reference answers to :mod:`flashsim.exercises.ch08`), plus plausible wrong answers the
+"""Chapter 08 solutions (reference answers to :mod:`flashsim.course.ch08.checks`), plus plausible wrong answers the
 tests make sure the checkers reject."""
 from __future__ import annotations
 

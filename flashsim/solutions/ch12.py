@@ -1,14 +1,14 @@
 """Chapter 12 solution: the FlashAttention forward inner-loop body, in Triton.
 
 :func:`flash_inner` is the reference answer for :func:`flashsim.exercises.check_flash_kernel`; the template that
-calls it once per K/V tile is :func:`flashsim.kernels_exercise.flash_forward_template`. Its loads, masks and
+calls it once per K/V tile is :func:`flashsim.course.ch12.template.flash_forward_template`. Its loads, masks and
 update are those of :func:`flashsim.kernels.flash_forward`'s loop, so it moves exactly the bytes
-``flashsim.kernel_io.kernel_io("flash_fwd", ...)`` predicts.
+``flashsim.model.kernel_io.kernel_io("flash_fwd", ...)`` predicts.
 """
 from __future__ import annotations
 
 # flashsim.kernels before triton: it decides TRITON_INTERPRET, which Triton reads at import and decoration time
-from .. import kernels as _kernels  # noqa: F401,I001
+from flashsim import kernels as _kernels  # noqa: F401,I001
 import triton  # noqa: E402,F401
 import triton.language as tl  # noqa: E402
 

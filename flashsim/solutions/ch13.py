@@ -1,4 +1,4 @@
-"""Chapter 13 solutions (reference answers to :mod:`flashsim.exercises.ch13`), plus the plausible wrong answers
+"""Chapter 13 solutions (reference answers to :mod:`flashsim.course.ch13.checks`), plus the plausible wrong answers
 the tests make sure the checkers reject."""
 from __future__ import annotations
 

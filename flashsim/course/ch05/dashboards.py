@@ -1,0 +1,382 @@
+"""Chapter 05 dashboards: the FlashAttention forward loop stepped event by event, and HBM traffic vs block size.
+
+Both are plain classes whose state changes through ``update(...)`` methods, so tests drive them without a Jupyter
+kernel; ``show()`` builds the ipywidgets (imported lazily) around those same methods::
+
+    d = TrafficDashboard()          # FA1 Fig. 2 middle: N=1024, d=64, 16 heads x batch 64, fp16, A100
+    d.update(block_c=128)
+    d.current_traffic.hbm_bytes     # 3.56 GB, as the paper says
+
+:class:`FlashStepper` (introduced here) is reused by chapter 07 for Algorithm 4, and
+:func:`png_image_widget` by chapters 06–08.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from flashsim.course.ch00.dashboards import widget_or_figure
+
+__all__ = ["FlashStepper", "TrafficDashboard", "flash_vs_naive_errors", "loop_order_bytes", "png_image_widget",
+           "play_controls"]
+
+
+# --- small widget helpers (chapter 05; reused by 06-08) --------------------------------------------------------
+def png_image_widget(fig, css_class: str | None = None):
+    """An ipywidgets.Image showing a Figure as PNG; :func:`set_png` swaps the picture in place.
+
+    Introduced in chapter 05.
+    """
+    import ipywidgets as W
+    from flashsim.course.ch05.figures import figure_to_png
+    img = W.Image(value=figure_to_png(fig), format="png", layout=W.Layout(max_width="100%"))
+    if css_class:
+        img.add_class(css_class)
+    return img
+
+
+def set_png(img, fig) -> None:
+    """Replace the picture of an ipywidgets.Image with a Figure (and close nothing: Figures are not pyplot's)."""
+    from flashsim.course.ch05.figures import figure_to_png
+    img.value = figure_to_png(fig)
+
+
+def play_controls(n_steps: int, on_step, description: str = "step", interval_ms: int = 400, value: int = 0):
+    """A Play button linked to an IntSlider over steps 0..n_steps-1; ``on_step(i)`` is called on every change.
+    Returns (HBox, play, slider).
+
+    Introduced in chapter 05.
+    """
+    import ipywidgets as W
+    play = W.Play(value=value, min=0, max=max(n_steps - 1, 0), step=1, interval=interval_ms, description="play")
+    slider = W.IntSlider(value=value, min=0, max=max(n_steps - 1, 0), step=1, description=description,
+                         continuous_update=True, layout=W.Layout(width="60%"))
+    W.jslink((play, "value"), (slider, "value"))
+    slider.observe(lambda ch: on_step(int(ch["new"])), names="value")
+    return W.HBox([play, slider]), play, slider
+
+
+# --- the loop, stepped -----------------------------------------------------------------------------------------
+class FlashStepper:
+    """Step through a tiled attention loop on the simulator, one :class:`~flashsim.model.memory.Event` at a time.
+
+    It runs :func:`flashsim.model.attention.flash.run_flash` once (small N: every event is kept) and replays the event
+    log: after step ``i`` it knows which tiles are in SRAM, the running m and l of every row the loop has touched,
+    and how many times each row of the output has been written. ``update(step=i)`` moves; ``state`` is what
+    :func:`flashsim.plots.plot_tile_state` draws.
+
+    algo: "flash1" (Algorithm 1, outer loop over K/V) or "flash2" (outer loop over Q); backward=True steps
+    Algorithm 4 after the forward (chapter 07).
+    """
+
+    def __init__(self, n: int = 16, d: int = 8, block_r: int = 4, block_c: int = 4, algo: str = "flash1",
+                 backward: bool = False, causal: bool = False, dtype: str = "fp32", seed: int = 0,
+                 sram_bytes: int | None = None):
+        from flashsim.model.attention.flash import run_flash
+        from flashsim.model.problem import make_problem
+
+        self.n, self.d, self.block_r, self.block_c, self.algo = n, d, block_r, block_c, algo
+        self.backward = backward
+        self.problem = make_problem(algo, n, d, block_r=block_r, block_c=block_c, dtype=dtype, causal=causal,
+                                    backward=backward, device="h200", sram_bytes=sram_bytes)
+        rng = np.random.default_rng(seed)
+        q, k, v, do = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(4))
+        self.run = run_flash(self.problem, q, k, v, do=do if backward else None)
+        # a step is a load, compute or store; the frees in between are applied, not shown as steps of their own
+        self.all_events = list(self.run.memory.events)
+        self.events = [ev for ev in self.all_events if ev.kind != "free"]
+        self.n_steps = len(self.events)
+        self.first_backward_step = 0
+        if backward:  # the forward's steps come first: count them with a forward-only run of the same problem
+            fwd = run_flash(make_problem(algo, n, d, block_r=block_r, block_c=block_c, dtype=dtype, causal=causal,
+                                         device="h200", sram_bytes=sram_bytes), q, k, v)
+            self.first_backward_step = sum(ev.kind != "free" for ev in fwd.memory.events)
+        self.tr, self.tc = math.ceil(n / block_r), math.ceil(n / block_c)
+        moved = {ev.tensor for ev in self.events if ev.kind in ("load", "store")}
+        self.tensors = [t for t in ("Q", "K", "V", "O", "m", "l", "L", "dO", "D", "dQ", "dK", "dV") if t in moved]
+        self._snapshots = self._replay()
+        self.step = 0
+        self.state = self._state(0)
+
+    # which tensors are blocked by rows of Q (Tr blocks) and which by rows of K/V (Tc blocks)
+    ROW_TENSORS = ("Q", "O", "m", "l", "L", "lse", "dO", "dQ", "D")
+    COL_TENSORS = ("K", "V", "dK", "dV")
+
+    def _block_count(self, tensor: str) -> int:
+        return self.tc if tensor in self.COL_TENSORS else self.tr
+
+    def _replay(self) -> list[dict]:
+        """One snapshot per event: SRAM contents, m and l per row, O-row write counts, bytes so far."""
+        in_sram: dict[str, tuple] = {}
+        m = np.full(self.n, np.nan)
+        l = np.full(self.n, np.nan)
+        o = np.full(self.n, np.nan)  # first column of O as the loop has it (normalised), per row
+        writes: dict[str, np.ndarray] = {}
+        read = written = 0
+        snaps = []
+        for ev in self.all_events:
+            cur = None
+            if ev.kind == "load":
+                tile = tuple(ev.tile)
+                key = f"{ev.tensor}{tile}"
+                in_sram[key] = (ev.tensor, tile)
+                cur = (ev.tensor, tile)
+                read += ev.nbytes
+            elif ev.kind == "free":
+                # SRAM copies carry Memory's default name "<tensor><tile>", so a free names the load it ends
+                in_sram.pop(ev.tensor, None)
+            elif ev.kind == "store":
+                written += ev.nbytes
+                cur = (ev.tensor, tuple(ev.tile))
+                rows = self._rows_of(ev.tensor, ev.tile)
+                if rows is not None:
+                    writes.setdefault(ev.tensor, np.zeros(self.n))[rows] += 1
+            elif ev.kind == "compute":
+                cur = ("S", tuple(ev.tile))
+            if ev.stats:
+                rows = self._stats_rows(ev)
+                if rows is not None:
+                    for name, arr in (("m", m), ("l", l)):
+                        if name in ev.stats and ev.stats[name] is not None:
+                            vals = np.asarray(ev.stats[name], float).ravel()
+                            arr[rows.start: rows.start + min(vals.size, rows.stop - rows.start)] = \
+                                vals[: rows.stop - rows.start]
+                    if ev.stats.get("O") is not None:
+                        vals = np.asarray(ev.stats["O"], float)[:, 0]
+                        o[rows.start: rows.start + vals.size] = vals
+            if ev.kind == "free":
+                continue
+            snaps.append({"in_sram": set(in_sram.values()), "m": m.copy(), "l": l.copy(), "o": o.copy(),
+                          "writes": {k: v.copy() for k, v in writes.items()}, "read": read, "written": written,
+                          "current": cur})
+        return snaps
+
+    def _rows_of(self, tensor: str, tile) -> slice | None:
+        if not tile or tensor not in self.ROW_TENSORS + self.COL_TENSORS:
+            return None
+        b = self.block_c if tensor in self.COL_TENSORS else self.block_r
+        i = tile[0]
+        return slice(i * b, min((i + 1) * b, self.n))
+
+    def _stats_rows(self, ev) -> slice | None:
+        """Rows of Q the event's stats belong to: tile (i, j) of S, or tile (i,) of a row tensor."""
+        tile = tuple(ev.tile)
+        if not tile:
+            return None
+        if len(tile) >= 2 or ev.tensor in self.ROW_TENSORS or ev.tensor in ("S", "P", ""):
+            i = tile[0]
+            return slice(i * self.block_r, min((i + 1) * self.block_r, self.n))
+        return None
+
+    def _state(self, step: int) -> dict:
+        snap = self._snapshots[step] if self._snapshots else {"in_sram": set(), "m": np.full(self.n, np.nan),
+                                                             "l": np.full(self.n, np.nan), "writes": {},
+                                                             "o": np.full(self.n, np.nan), "read": 0, "written": 0,
+                                                             "current": None}
+        ev = self.events[step] if self.events else None
+        blocks = {t: self._block_count(t) for t in self.tensors}
+        cur = snap["current"]
+        current = set()
+        if cur is not None and cur[1]:
+            if cur[0] in ("S", "dS", "P") and len(cur[1]) == 2:  # a compute on tile (i, j): Q_i with K_j, V_j
+                i, j = cur[1]
+                current = {("Q", i), ("K", j), ("V", j)}
+            else:
+                current = {(cur[0], cur[1][0])}
+        in_sram = {(t, tile[0]) for t, tile in snap["in_sram"] if tile}
+        out_name = "dQ" if self.backward and "dQ" in snap["writes"] else "O"
+        rows = {"running max m": snap["m"], "running sum l": snap["l"], "O[r, 0] so far": snap["o"],
+                f"{out_name} writes per row": snap["writes"].get(out_name, np.full(self.n, np.nan))}
+        caption = (f"{self.algo}, N={self.n}, d={self.d}, Br={self.block_r}, Bc={self.block_c}: "
+                   f"HBM read {snap['read']:,} B, written {snap['written']:,} B so far.   "
+                   "Tiles: green = in SRAM, grey = in HBM only, red edge = this step.")
+        title = "" if ev is None else (f"step {step + 1}/{self.n_steps}: {ev.kind} {ev.tensor}"
+                                       f"{'' if not ev.tile else tuple(ev.tile)}"
+                                       f"{f' ({ev.nbytes:,} B)' if ev.nbytes else ''}"
+                                       f"{f' {ev.flops:,} FLOPs' if ev.flops else ''}; "
+                                       f"SRAM in use {ev.sram_in_use_bytes:,} B"
+                                       f"{' — ' + ev.note if ev.note else ''}")
+        return {"step": step, "event": ev, "blocks": blocks, "in_sram": in_sram, "current": current, "rows": rows,
+                "title": title, "caption": caption, "m": snap["m"], "l": snap["l"], "o": snap["o"], "read": snap["read"],
+                "written": snap["written"], "writes": snap["writes"]}
+
+    def update(self, step: int) -> dict:
+        """Move to event `step` (clamped to the log); returns the new state."""
+        self.step = int(min(max(step, 0), max(self.n_steps - 1, 0)))
+        self.state = self._state(self.step)
+        return self.state
+
+    def figure(self):
+        from flashsim.course.ch05.figures import plot_tile_state
+        return plot_tile_state(self.state)
+
+    @widget_or_figure
+    def show(self, interval_ms: int = 350):
+        """Play + step slider above the picture of the current step."""
+        import ipywidgets as W
+        img = png_image_widget(self.figure(), "flashsim-flash-stepper-plot")
+
+        def on_step(i):
+            self.update(i)
+            set_png(img, self.figure())
+
+        controls, play, slider = play_controls(self.n_steps, on_step, "event", interval_ms, self.step)
+        self._widgets = {"play": play, "slider": slider, "image": img}
+        return W.VBox([controls, img])
+
+
+# --- traffic vs block size -------------------------------------------------------------------------------------
+class TrafficDashboard:
+    """HBM traffic of the FlashAttention forward pass as the K/V block size Bc moves (FA1 Fig. 2 middle).
+
+    Defaults are the paper's: N=1024, d=64, 16 heads × batch 64 = 1024 heads, fp16 storage with fp16 statistics,
+    Algorithm 1 (flash1), A100. ``update(block_c=...)`` moves the slider; ``current_traffic`` is
+    :func:`flashsim.traffic`'s answer there; ``sweep()`` holds every block size's.
+
+    Introduced in chapter 05.
+    """
+
+    BLOCK_CS = (16, 32, 64, 128, 256, 512)
+
+    def __init__(self, n: int = 1024, d: int = 64, heads: int = 1024, algo: str = "flash1", dtype: str = "fp16",
+                 stats_dtype: str = "fp16", device: str = "a100", block_c: int = 64, block_r: int = 16,
+                 block_cs=BLOCK_CS):
+        self.n, self.d, self.heads, self.dtype, self.stats_dtype, self.device = n, d, heads, dtype, stats_dtype, device
+        self.block_r = block_r
+        self.block_cs = tuple(block_cs)
+        self.algo = algo
+        self._cache: dict = {}
+        self.block_c = block_c
+        self.current_traffic = self.traffic_for(block_c)
+
+    def traffic_for(self, block_c: int, algo: str | None = None):
+        """flashsim.traffic at this block size, or the SramCapacityError when no Br makes the tiles fit (memoised).
+
+        Algorithm 1's bytes do not depend on Br, so the largest Br ≤ ``block_r`` (halving) whose tile set fits the
+        device's SRAM is used: at Bc = 512 on an A100 that is Br = 8.
+        """
+        from flashsim.model.simulator import traffic
+        from flashsim.errors import SramCapacityError
+        algo = algo or self.algo
+        key = (algo, self.device, int(block_c))
+        if key not in self._cache:
+            br, err = min(self.block_r, block_c), None
+            while br >= 1:
+                try:
+                    self._cache[key] = traffic(algo, self.n, self.d, block_r=br, block_c=block_c, heads=self.heads,
+                                               dtype=self.dtype, stats_dtype=self.stats_dtype, device=self.device)
+                    break
+                except SramCapacityError as exc:
+                    err, br = exc, br // 2
+            else:
+                self._cache[key] = err
+        return self._cache[key]
+
+    def sweep(self, algo: str | None = None) -> dict:
+        """{block_c: Traffic} over the slider's block sizes."""
+        return {bc: self.traffic_for(bc, algo) for bc in self.block_cs}
+
+    @property
+    def is_paper_setting(self) -> bool:
+        return (self.n, self.d, self.heads, self.dtype, self.stats_dtype, self.algo) == (
+            1024, 64, 1024, "fp16", "fp16", "flash1")
+
+    def update(self, block_c: int | None = None, device: str | None = None):
+        """Move to a block size (and/or switch device preset); returns the new current Traffic, or the
+        SramCapacityError saying why that block does not fit."""
+        if device is not None:
+            self.device = device
+        if block_c is not None:
+            if int(block_c) not in self.block_cs:
+                raise ValueError(f"block_c={block_c}: the dashboard offers {list(self.block_cs)}")
+            self.block_c = int(block_c)
+        self.current_traffic = self.traffic_for(self.block_c)
+        return self.current_traffic
+
+    def fits(self, block_c: int | None = None) -> bool:
+        return not isinstance(self.traffic_for(block_c or self.block_c), Exception)
+
+    def readout(self) -> str:
+        t = self.current_traffic
+        if isinstance(t, Exception):
+            return f"{self.algo}, Bc = {self.block_c} on {self.device}: does not fit. {t}"
+        paper = ""
+        if self.is_paper_setting:
+            from flashsim.model.paper import PAPER_FIG2_MIDDLE_GB
+            if self.block_c in PAPER_FIG2_MIDDLE_GB:
+                paper = f" (paper: {PAPER_FIG2_MIDDLE_GB[self.block_c]:.2f} GB)"
+        return (f"{self.algo}, Bc = {self.block_c}: {t.hbm_bytes / 1e9:.3f} GB{paper} = "
+                f"{t.hbm_read_bytes / 1e9:.3f} GB read + {t.hbm_write_bytes / 1e9:.3f} GB written; "
+                f"peak SRAM {t.sram_peak_bytes / 1024:.1f} KiB of {self.device}'s "
+                f"{t.sram_bytes / 1024:.0f} KiB (Br = {t.block_r})")
+
+    def figure(self):
+        from flashsim.model.paper import PAPER_FIG2_MIDDLE_GB
+        from flashsim.course.ch05.figures import plot_traffic_vs_block
+        sweep = self.sweep()
+        return plot_traffic_vs_block(
+            list(self.block_cs), [np.nan if isinstance(t, Exception) else t.hbm_bytes / 1e9 for t in sweep.values()],
+            current=self.block_c, paper=PAPER_FIG2_MIDDLE_GB if self.is_paper_setting else None,
+            title=f"{self.algo} forward on {self.device}, N={self.n}, d={self.d}, {self.heads} heads, {self.dtype}; "
+                  f"red: Bc = {self.block_c}")
+
+    @widget_or_figure
+    def show(self):
+        """The block_c slider (CSS class ``flashsim-block-c-slider``), a device preset dropdown, a readout
+        (``flashsim-traffic-readout``) and the plot as an <img> (``flashsim-traffic-plot``)."""
+        import ipywidgets as W
+        from flashsim.model.hardware import PRESETS
+        slider = W.SelectionSlider(options=list(self.block_cs), value=self.block_c, description="block_c",
+                                   continuous_update=False, layout=W.Layout(width="480px"))
+        slider.add_class("flashsim-block-c-slider")
+        algo = W.Dropdown(options=sorted(PRESETS), value=self.device, description="device")
+        readout = W.HTML(self.readout())
+        readout.add_class("flashsim-traffic-readout")
+        img = png_image_widget(self.figure(), "flashsim-traffic-plot")
+
+        def redraw(_=None):
+            self.update(block_c=slider.value, device=algo.value)
+            readout.value = self.readout()
+            set_png(img, self.figure())
+
+        slider.observe(redraw, names="value")
+        algo.observe(redraw, names="value")
+        self._widgets = {"slider": slider, "device": algo, "readout": readout, "image": img}
+        return W.VBox([slider, algo, readout, img])
+
+
+# --- exact, not bitwise ----------------------------------------------------------------------------------------
+def flash_vs_naive_errors(n: int = 256, d: int = 64, dtype: str = "fp16", seed: int = 0) -> dict:
+    """Run naive (Algorithm 0) and flash2 on the simulator with the same inputs; return the outputs' differences.
+
+    {"flash - exact": ..., "naive - exact": ..., "flash - naive": ...} (arrays), "bitwise_equal" (bool), "max"
+    {label: max |difference|} and the two Simulations ("flash", "naive"). Exact = float64 attention on the inputs
+    as stored (rounded to `dtype`).
+
+    Introduced in chapter 05.
+    """
+    from flashsim.model.simulator import reference_outputs, simulate
+    from flashsim.model.dtypes import round_to
+
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((1, n, d), dtype=np.float32) for _ in range(3))
+    flash = simulate("flash2", n, d, dtype=dtype, inputs=(q, k, v), record_events=False)
+    naive = simulate("naive", n, d, dtype=dtype, inputs=(q, k, v), record_events=False)
+    exact, _ = reference_outputs(*(round_to(x[0], dtype) for x in (q, k, v)))
+    of, on = np.asarray(flash.out[0], np.float64), np.asarray(naive.out[0], np.float64)
+    diffs = {"flash - exact": of - exact, "naive - exact": on - exact, "flash - naive": of - on}
+    return {**diffs, "bitwise_equal": bool(np.array_equal(of, on)),
+            "max": {k_: float(np.abs(x).max()) for k_, x in diffs.items()}, "flash": flash, "naive": naive}
+
+
+def loop_order_bytes(n: int = 1024, d: int = 64, block_r: int = 64, block_c: int = 64, dtype: str = "fp16",
+                     device: str = "a100") -> dict:
+    """{algo: {tensor: read + write bytes}} for flash1 and flash2 at the same blocks (chapter 05's FA1 vs FA2)."""
+    from flashsim.model.simulator import traffic
+    out = {}
+    for algo in ("flash1", "flash2"):
+        t = traffic(algo, n, d, block_r=block_r, block_c=block_c, dtype=dtype, device=device)
+        names = set(t.read_bytes_by_tensor) | set(t.write_bytes_by_tensor)
+        out[algo] = {k: t.read_bytes_by_tensor.get(k, 0) + t.write_bytes_by_tensor.get(k, 0) for k in sorted(names)}
+    return out

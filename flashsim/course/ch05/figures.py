@@ -1,0 +1,199 @@
+"""Chapter 05 figures: the FlashAttention forward loop stepped, traffic vs block size (FA1 Fig. 2 middle), FA1 vs
+FA2 loop order, and flash vs naive error. Every function returns a matplotlib Figure (Agg-safe: no pyplot).
+
+:func:`plot_tile_state` is introduced here and reused by chapter 07's backward stepper.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from flashsim.course.kit.plotting import new_figure
+
+__all__ = ["plot_tile_state", "plot_traffic_vs_block", "plot_loop_order", "plot_flash_vs_naive_error",
+           "figure_to_png", "figure_fa1_fig2_middle"]
+
+
+_IN_SRAM = "#2ca02c"
+_IN_HBM = "#d9d9d9"
+_CURRENT = "#d62728"
+
+
+def figure_to_png(fig, dpi: int = 80) -> bytes:
+    """PNG bytes of a Figure (what an ipywidgets.Image shows; chapter 05's dashboards use it)."""
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def plot_tile_state(state: dict):
+    """One step of a tiled loop: which tiles of each tensor are in SRAM, and the per-row state.
+
+    ``state`` (built by :class:`flashsim.widgets.FlashStepper`): ``blocks`` {tensor: number of blocks},
+    ``in_sram`` set of (tensor, block index), ``current`` set of (tensor, block index) this step touches,
+    ``title``, ``rows``
+    {label: array over the N rows (NaN = not yet known)}, ``caption``.
+
+    Introduced in chapter 05.
+    """
+    rows = state.get("rows", {})
+    fig = new_figure((11, 2.6 + 1.25 * len(rows)))
+    gs = fig.add_gridspec(1 + len(rows), 1, height_ratios=[2.2] + [1] * len(rows))
+    ax = fig.add_subplot(gs[0])
+    tensors = list(state["blocks"])
+    width = max(state["blocks"].values())
+    for y, name in enumerate(tensors):
+        nb = state["blocks"][name]
+        for b in range(nb):
+            color = _IN_SRAM if (name, b) in state["in_sram"] else _IN_HBM
+            edge = _CURRENT if (name, b) in (state.get("current") or ()) else "white"
+            ax.add_patch(_rect((b * width / nb, -y - 0.4), width / nb, 0.8, color, edge))
+            ax.text((b + 0.5) * width / nb, -y, f"{name}{b}", ha="center", va="center", fontsize=7)
+    ax.set_xlim(0, width)
+    ax.set_ylim(-len(tensors) + 0.4, 0.6)
+    ax.set_yticks([-y for y in range(len(tensors))], tensors)
+    ax.set_xticks([])
+    ax.set_title(state.get("title", ""), fontsize=10)
+    first = None
+    for k, (label, values) in enumerate(rows.items()):
+        a = fig.add_subplot(gs[k + 1], sharex=first)
+        first = first or a
+        values = np.asarray(values, float)
+        x = np.arange(values.size)
+        shown = np.where(np.isfinite(values), values, 0.0)
+        a.bar(x, shown, width=0.9, color=np.where(np.isfinite(values), "#1f77b4", "#eeeeee"))
+        a.set_ylabel(label, fontsize=8)
+        a.tick_params(labelsize=7)
+        if not np.isfinite(values).any():
+            a.text(0.5, 0.5, "not computed yet", transform=a.transAxes, ha="center", va="center", fontsize=8)
+    if first is not None:
+        first.figure.axes[-1].set_xlabel("row of Q (query index)")
+    fig.text(0.01, 0.005, state.get("caption", ""), fontsize=8, va="bottom")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
+def _rect(xy, w, h, face, edge):
+    from matplotlib.patches import Rectangle
+    return Rectangle(xy, w, h, facecolor=face, edgecolor=edge, linewidth=2.5 if edge != "white" else 1)
+
+
+def plot_traffic_vs_block(block_cs, simulated_gb, *, current=None, paper: dict | None = None, title: str = "",
+                          ylabel: str = "HBM traffic (GB)"):
+    """Bars of simulated HBM traffic per block size, the paper's numbers beside them, the current block marked.
+
+    Introduced in chapter 05.
+    """
+    fig = new_figure((6.4, 3.6))
+    ax = fig.add_subplot()
+    x = np.arange(len(block_cs))
+    w = 0.4 if paper else 0.7
+    colors = [_CURRENT if b == current else "#1f77b4" for b in block_cs]
+    bars = ax.bar(x - (w / 2 if paper else 0), simulated_gb, w, color=colors, label="flashsim (simulated)")
+    for rect, v in zip(bars, simulated_gb):
+        if np.isfinite(v):
+            ax.text(rect.get_x() + rect.get_width() / 2, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
+        else:
+            ax.text(rect.get_x() + rect.get_width() / 2, 0, "does not\nfit", ha="center", va="bottom",
+                    fontsize=7, color=_CURRENT)
+    if paper:
+        vals = [paper.get(b, np.nan) for b in block_cs]
+        pb = ax.bar(x + w / 2, vals, w, color="#ff7f0e", alpha=0.8, label="FA1 paper, Fig. 2 middle")
+        for rect, v in zip(pb, vals):
+            if np.isfinite(v):
+                ax.text(rect.get_x() + rect.get_width() / 2, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x, [str(b) for b in block_cs])
+    ax.set_xlabel("block size Bc (columns of K/V per block)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_loop_order(tr: int, tc: int, bytes_by_tensor: dict | None = None):
+    """Left: the order FA1 (outer loop over K/V blocks j) and FA2 (outer loop over Q blocks i) visit the S tiles.
+    Right (when given): HBM bytes by tensor, {algo: {tensor: bytes}}.
+
+    Introduced in chapter 05.
+    """
+    ncols = 3 if bytes_by_tensor else 2
+    fig = new_figure((4 * ncols, 3.6))
+    for k, (algo, outer) in enumerate((("FA1: outer loop over K/V blocks j", "j"),
+                                       ("FA2: outer loop over Q blocks i", "i"))):
+        ax = fig.add_subplot(1, ncols, k + 1)
+        order = np.zeros((tr, tc), int)
+        step = 0
+        if outer == "j":
+            for j in range(tc):
+                for i in range(tr):
+                    order[i, j] = step
+                    step += 1
+        else:
+            for i in range(tr):
+                for j in range(tc):
+                    order[i, j] = step
+                    step += 1
+        ax.imshow(order, cmap="viridis", aspect="auto")
+        for i in range(tr):
+            for j in range(tc):
+                late = order[i, j] > 0.6 * (tr * tc - 1)   # viridis turns light green/yellow: dark text there
+                ax.text(j, i, str(order[i, j]), ha="center", va="center", fontsize=8,
+                        color="black" if late else "white")
+        ax.set_xticks(range(tc))
+        ax.set_yticks(range(tr))
+        ax.set_xlabel("K/V block j")
+        ax.set_ylabel("Q block i")
+        ax.set_title(algo + "\n(number = visit order)", fontsize=9)
+    if bytes_by_tensor:
+        ax = fig.add_subplot(1, ncols, 3)
+        algos = list(bytes_by_tensor)
+        names = sorted({t for d in bytes_by_tensor.values() for t in d})
+        w = 0.8 / len(algos)
+        for a, algo in enumerate(algos):
+            vals = [bytes_by_tensor[algo].get(t, 0) / 1e6 for t in names]
+            ax.bar(np.arange(len(names)) + a * w - 0.4 + w / 2, vals, w, label=algo)
+        ax.set_xticks(np.arange(len(names)), names)
+        ax.set_ylabel("HBM MB (reads + writes)")
+        ax.set_title("bytes by tensor", fontsize=9)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_flash_vs_naive_error(errors: dict, title: str = ""):
+    """Histograms of |difference| per output element, {label: array of differences} (log x axis).
+
+    Introduced in chapter 05.
+    """
+    fig = new_figure((6.4, 3.4))
+    ax = fig.add_subplot()
+    finite = [np.abs(np.asarray(v, float)).ravel() for v in errors.values()]
+    lo = max(min((v[v > 0].min() for v in finite if (v > 0).any()), default=1e-12), 1e-12)
+    hi = max((v.max() for v in finite), default=1.0)
+    bins = np.logspace(np.log10(lo), np.log10(max(hi, lo * 10)), 40)
+    for (label, _), v in zip(errors.items(), finite):
+        zeros = int((v == 0).sum())
+        # elements that agree exactly have no place on a log axis: they are counted in the legend, not drawn
+        ax.hist(v[v > 0], bins=bins, histtype="step", linewidth=1.6,
+                label=f"{label} (max {v.max():.1e}; {zeros} of {v.size} exactly 0, not drawn)")
+    ax.set_xscale("log")
+    ax.set_xlabel("|difference| per output element (nonzero ones)")
+    ax.set_ylabel("elements")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def figure_fa1_fig2_middle():
+    """figures/fa1_fig2_middle.png
+
+    FA1 Fig. 2 middle reproduced: Algorithm 1's forward HBM traffic at N=1024, d=64, 16 heads × batch 64, fp16
+    (statistics in fp16 too), A100, for Bc = 64…512, simulated (count mode) next to the paper's bars.
+
+    Introduced in chapter 05.
+    """
+    from flashsim.course.ch05.dashboards import TrafficDashboard
+    d = TrafficDashboard(block_cs=(64, 128, 256, 512))
+    return d.figure()

@@ -1,0 +1,71 @@
+"""Chapter 07 figures: bytes and FLOPs of storing P vs recomputing it, and the gradient check.
+Every function returns a matplotlib Figure (Agg-safe: no pyplot)."""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["plot_backward_costs", "plot_gradient_check", "figure_backward_recompute"]
+
+
+def plot_backward_costs(rows: dict, title: str = ""):
+    """Two panels, HBM bytes and FLOPs, forward and backward stacked, one bar per algorithm; ``rows`` maps a label
+    to a :class:`flashsim.model.simulator.Traffic` computed with backward=True.
+
+    Introduced in chapter 07.
+    """
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(9, 3.6))
+    labels = list(rows)
+    for k, (key, unit, scale) in enumerate((("hbm_bytes", "HBM bytes (MB)", 1e6), ("flops", "FLOPs (GFLOP)", 1e9))):
+        ax = fig.add_subplot(1, 2, k + 1)
+        fwd = [rows[lb].forward_part[key] / scale for lb in labels]
+        bwd = [rows[lb].backward_part[key] / scale for lb in labels]
+        x = np.arange(len(labels))
+        ax.bar(x, fwd, 0.6, label="forward", color="#1f77b4")
+        ax.bar(x, bwd, 0.6, bottom=fwd, label="backward", color="#ff7f0e")
+        for xi, f, b in zip(x, fwd, bwd):
+            ax.text(xi, f + b, f"{f + b:,.1f}", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_ylabel(unit)
+        ax.set_ylim(0, 1.3 * max(f + b for f, b in zip(fwd, bwd)))  # room for the legend above the value labels
+        ax.legend(fontsize=8, loc="upper center", ncol=2)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_gradient_check(errors: dict, title: str = "relative error vs float64 autograd"):
+    """Grouped bars (log scale) of max |grad − float64| / max |float64|, {source: {grad: rel error}}.
+
+    Introduced in chapter 07.
+    """
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(6.4, 3.4))
+    ax = fig.add_subplot()
+    sources = list(errors)
+    names = list(next(iter(errors.values())))
+    w = 0.8 / len(sources)
+    for s_i, src in enumerate(sources):
+        vals = [max(errors[src][nm], 1e-17) for nm in names]
+        ax.bar(np.arange(len(names)) + s_i * w - 0.4 + w / 2, vals, w, label=src)
+    for level, label, style in ((2.0 ** -24, "fp32 unit roundoff 2⁻²⁴", ":"), (2.0 ** -11, "TF32 unit roundoff 2⁻¹¹", "--")):
+        ax.axhline(level, color="grey", linestyle=style, linewidth=1, label=label)  # in the legend: no text on bars
+    ax.set_yscale("log")
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_ylabel("relative error")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def figure_backward_recompute():
+    """figures/backward_recompute.png
+
+    Forward + backward at N=4096, d=64, fp16: standard attention (stores P) against FlashAttention (recomputes P),
+    bytes and FLOPs.
+
+    Introduced in chapter 07.
+    """
+    from flashsim.course.ch07.dashboards import BackwardCostDashboard
+    return BackwardCostDashboard(n=4096, d=64).figure()

@@ -1,0 +1,111 @@
+"""Chapter 08 figures: the causal tile grid (skipped / partial / full), a partial tile's mask, and the ~2× saving.
+Every function returns a matplotlib Figure (Agg-safe: no pyplot)."""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["plot_causal_tile_grid", "plot_causal_saving", "plot_tile_masks", "figure_causal_tiles"]
+
+_KIND_COLORS = {"skip": "#f0f0f0", "partial": "#ff7f0e", "full": "#1f77b4"}
+
+
+def plot_causal_tile_grid(kinds: np.ndarray, n: int, block_r: int, block_c: int, *, upto: int | None = None,
+                          title: str = ""):
+    """Tile grid (rows: Q blocks i, columns: K/V blocks j) coloured by kind, with the element-level causal mask
+    behind it. ``kinds`` holds "skip" / "partial" / "full"; ``upto`` = how many tiles of the FA2 loop order
+    (i outer, j inner, skipped tiles not visited) are done: later tiles are faded, the current one outlined.
+
+    Introduced in chapter 08.
+    """
+    from matplotlib.colors import to_rgba
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch, Rectangle
+
+    tr, tc = kinds.shape
+    fig = Figure(figsize=(6.2, 5.4))
+    ax = fig.add_subplot()
+    rows = np.arange(n)
+    ax.imshow(rows[None, :] <= rows[:, None], cmap="Greys", vmin=0, vmax=4, extent=(0, n, n, 0),
+              interpolation="nearest")
+    visited = [(i, j) for i in range(tr) for j in range(tc) if kinds[i, j] != "skip"]
+    done = set(visited if upto is None else visited[:upto])
+    current = visited[upto - 1] if upto else None
+    for i in range(tr):
+        for j in range(tc):
+            kind = kinds[i, j]
+            alpha = 0.75 if (kind == "skip" or (i, j) in done) else 0.2
+            y0, x0 = i * block_r, j * block_c
+            h, w = min(block_r, n - y0), min(block_c, n - x0)
+            ax.add_patch(Rectangle((x0, y0), w, h, facecolor=to_rgba(_KIND_COLORS[kind], alpha),
+                                   edgecolor="#d62728" if (i, j) == current else "white",
+                                   linewidth=3 if (i, j) == current else 0.8))
+    ax.set_xlim(0, n)
+    ax.set_ylim(n, 0)
+    ax.set_xlabel("key column c  (K/V blocks of Bc)")
+    ax.set_ylabel("query row r  (Q blocks of Br)")
+    counts = {k: int((kinds == k).sum()) for k in _KIND_COLORS}
+    ax.legend(handles=[Patch(color=_KIND_COLORS[k], label=f"{k}: {counts[k]}") for k in _KIND_COLORS],
+              loc="upper right", fontsize=8)
+    ax.set_title(title or f"N={n}, Br={block_r}, Bc={block_c}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_causal_saving(ns, noncausal: dict, causal: dict, title: str = ""):
+    """HBM bytes and FLOPs, causal / non-causal, against N (→ 1/2). ``noncausal`` and ``causal`` map a
+    quantity name ("HBM bytes", "FLOPs") to a list over ``ns``.
+
+    Introduced in chapter 08.
+    """
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(6.4, 3.6))
+    ax = fig.add_subplot()
+    for key, marker in zip(noncausal, "os^"):
+        ratio = np.asarray(causal[key], float) / np.asarray(noncausal[key], float)
+        ax.plot(ns, ratio, marker=marker, label=f"{key}: causal / non-causal")
+    ax.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="1/2")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("sequence length N")
+    ax.set_ylabel("fraction of the non-causal cost")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_tile_masks(masks: dict, block_r: int, block_c: int):
+    """The element masks of some tiles, {(i, j): bool array (rows, cols)}, True = key visible (dark).
+
+    Introduced in chapter 08.
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+    fig = Figure(figsize=(2.6 * len(masks), 2.8))
+    for k, ((i, j), mask) in enumerate(masks.items()):
+        ax = fig.add_subplot(1, len(masks), k + 1)
+        mask = np.asarray(mask, bool)
+        ax.imshow(mask, cmap="Blues", vmin=-0.3, vmax=1, interpolation="nearest",
+                  extent=(j * block_c - 0.5, j * block_c + mask.shape[1] - 0.5,
+                          i * block_r + mask.shape[0] - 0.5, i * block_r - 0.5))
+        ax.set_title(f"tile ({i}, {j}): {int(mask.sum())}/{mask.size} visible", fontsize=8)
+        ax.set_xlabel("key column c", fontsize=8)
+        ax.set_ylabel("query row r", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.suptitle("dark = key visible (c ≤ r), light = masked to −∞", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def figure_causal_tiles():
+    """figures/causal_tiles.png
+
+    The causal tile grid at N=256, Br=Bc=32: skipped, partial and full tiles.
+
+    Introduced in chapter 08.
+    """
+    from flashsim.course.ch08.dashboards import causal_kind_grid
+    return plot_causal_tile_grid(causal_kind_grid(256, 32, 32), 256, 32, 32,
+                                 title="Causal FlashAttention, N=256, Br=Bc=32: tiles above the diagonal are skipped")

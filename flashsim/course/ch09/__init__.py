@@ -1,0 +1,1 @@
+"""Chapter 09: its dashboards, figures and checks (re-exported by flashsim.widgets, .plots and .exercises)."""

@@ -1,0 +1,215 @@
+"""Chapter 09 dashboards and data: why the speedup is real.
+
+* :func:`theta_sweep`: flash HBM bytes over SRAM sizes M and lengths N, against FA1's Θ(N²d²/M);
+* :class:`SpeedupDashboard`: sliders for N, d, SRAM and the device; naive vs flash bytes, FLOPs, arithmetic
+  intensity and the roofline time (with and without the L2 model), as plain methods (``update``, ``current``);
+* :func:`measured_block_sweep`: the real kernel's bytes (``flashsim.course.kit.real_gpu.compare``) over BLOCK_M, the kernel's
+  stand-in for M;
+* :func:`l2_rows`: requested vs DRAM bytes of the flash kernel: measured by ncu on an H200 when
+  ``benchmarks/results/kernels_h200_*.json`` is there, else predicted by the L2 model (:mod:`flashsim.model.l2`).
+
+ipywidgets and matplotlib are imported lazily, inside ``show()`` and the plot functions.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+from flashsim.course.ch00.dashboards import widget_or_figure
+
+__all__ = ["theta_sweep", "SpeedupDashboard", "measured_block_sweep", "l2_rows", "latest_kernels_json",
+           "SRAM_KIBS", "SPEEDUP_NS"]
+
+#: SRAM sizes (KiB) of the Θ sweep and the dashboard's slider
+SRAM_KIBS = (16, 32, 64, 128, 228, 512, 1024)
+#: the dashboard runs the L2 model only below this many (head, row block, column block) tiles
+L2_MAX_TILES = 600_000
+#: sequence lengths of the dashboard's slider
+SPEEDUP_NS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+
+
+def theta_sweep(ns=(1024, 4096, 16384), d: int = 64, sram_kibs=SRAM_KIBS, algo: str = "flash1",
+                device: str = "h200", dtype: str = "fp16") -> dict:
+    """HBM bytes of `algo` forward for every (N, M), and the ratio bytes / (N²d²/M) (flat when Θ holds).
+
+    M is the SRAM size in bytes; the blocks follow the simulator's rule for that M (FA1: B_c = ⌈M/4d⌉,
+    B_r = min(B_c, d)). Returns {"ns", "sram_bytes", "bytes": {n: [...]}, "ratio": {n: [...]}, "blocks": {...}}.
+    """
+    from tqdm.auto import tqdm
+
+    from flashsim.model.simulator import traffic
+    out = {"ns": list(ns), "sram_bytes": [k * 1024 for k in sram_kibs], "bytes": {}, "ratio": {}, "blocks": {},
+           "d": d, "algo": algo, "device": device, "naive": {}}
+    for n in tqdm(ns, desc=f"{algo} over N and M", leave=False):
+        out["bytes"][n], out["ratio"][n], out["blocks"][n] = [], [], []
+        out["naive"][n] = traffic("naive", n, d, dtype=dtype, device=device).hbm_bytes
+        for m in out["sram_bytes"]:
+            t = traffic(algo, n, d, dtype=dtype, device=device, sram_bytes=m)
+            out["bytes"][n].append(t.hbm_bytes)
+            out["ratio"][n].append(t.hbm_bytes / (n**2 * d**2 / m))
+            out["blocks"][n].append((t.block_r, t.block_c))
+    return out
+
+
+class SpeedupDashboard:
+    """N, d, SRAM and device sliders: naive vs flash2 bytes, FLOPs and roofline times (chapter 09).
+
+    ``current`` = {"naive", "flash" (Traffic with l2=True: requested and DRAM bytes), "speedup_requested",
+    "speedup_dram", "theta" (N²d²/M)}. ``update(n=..., d=..., sram_kib=..., device=...)`` recomputes it.
+    """
+
+    def __init__(self, n: int = 4096, d: int = 64, sram_kib: int = 228, device: str = "h200", heads: int = 16):
+        self.n, self.d, self.sram_kib, self.device, self.heads = n, d, sram_kib, device, heads
+        self.current: dict = {}
+        self.update()
+
+    def update(self, n=None, d=None, sram_kib=None, device=None) -> dict:
+        from flashsim.model.simulator import traffic
+        from flashsim.errors import FlashsimError
+        from flashsim.model.roofline import roofline
+        for name, value in (("n", n), ("d", d), ("sram_kib", sram_kib), ("device", device)):
+            if value is not None:
+                setattr(self, name, value)
+        m = int(self.sram_kib) * 1024
+        kw = dict(heads=self.heads, device=self.device, l2=True)
+        naive = traffic("naive", self.n, self.d, **kw)
+        try:
+            flash = traffic("flash2", self.n, self.d, sram_bytes=m, heads=self.heads, device=self.device)
+            tiles = self.heads * -(-self.n // flash.block_r) * -(-self.n // flash.block_c)
+            if tiles <= L2_MAX_TILES:   # the L2 model walks every tile access: keep a slider move under a second
+                flash = traffic("flash2", self.n, self.d, sram_bytes=m, **kw)
+        except FlashsimError as exc:
+            self.current = {"error": str(exc), "naive": naive, "n": self.n, "d": self.d, "sram_kib": self.sram_kib}
+            return self.current
+        r_naive = roofline(naive.flops, naive.hbm_bytes, self.device)
+        r_flash = roofline(flash.flops, flash.hbm_bytes, self.device)
+        self.current = {"n": self.n, "d": self.d, "sram_kib": self.sram_kib, "device": self.device,
+                        "naive": naive, "flash": flash, "roofline_naive": r_naive, "roofline_flash": r_flash,
+                        "speedup_requested": r_naive.time_s / r_flash.time_s,
+                        "speedup_dram": naive.time_s / flash.time_s if flash.dram_bytes is not None else None,
+                        "theta": self.n**2 * self.d**2 / m}
+        return self.current
+
+    def readout(self) -> str:
+        c = self.current
+        if "error" in c:
+            return f"N={c['n']}, d={c['d']}, SRAM {c['sram_kib']} KiB: {c['error']}"
+        nv, fl = c["naive"], c["flash"]
+        dram = (f"{fl.dram_bytes / 1e9:.3g} GB DRAM" if fl.dram_bytes is not None else
+                "L2 model skipped: too many tiles for a slider")
+        with_l2 = f"{c['speedup_dram']:.1f}× with L2" if c["speedup_dram"] is not None else "L2 not modelled"
+        return (f"N={c['n']}, d={c['d']}, {self.heads} heads, SRAM {c['sram_kib']} KiB (Br={fl.block_r}, "
+                f"Bc={fl.block_c}), {c['device']}: naive {nv.hbm_bytes / 1e9:.3g} GB, {nv.arithmetic_intensity:.0f} "
+                f"FLOP/B, {c['roofline_naive'].time_s * 1e3:.3g} ms; flash {fl.hbm_bytes / 1e9:.3g} GB requested "
+                f"({dram}), {c['roofline_flash'].time_s * 1e3:.3g} ms ({c['roofline_flash'].bound}-bound). "
+                f"Speedup {c['speedup_requested']:.1f}× ({with_l2})")
+
+    def figure(self):
+        from flashsim.course.ch09.figures import plot_roofline_points
+        c = self.current
+        if "error" in c:
+            return plot_roofline_points({"naive": c["naive"]}, self.device, title=self.readout())
+        return plot_roofline_points({"naive": c["naive"], "flash2 (requested)": c["flash"]}, self.device,
+                                    dram=c["flash"], title=self.readout())
+
+    @widget_or_figure
+    def show(self):
+        import ipywidgets as W
+
+        from flashsim.model.hardware import PRESETS
+        from flashsim.course.ch05.dashboards import png_image_widget, set_png
+        n = W.SelectionSlider(options=list(SPEEDUP_NS), value=self.n, description="N", continuous_update=False)
+        d = W.SelectionSlider(options=[32, 64, 128, 256], value=self.d, description="d", continuous_update=False)
+        sram = W.SelectionSlider(options=list(SRAM_KIBS), value=self.sram_kib, description="SRAM KiB",
+                                 continuous_update=False)
+        device = W.Dropdown(options=sorted(PRESETS), value=self.device, description="device")
+        readout = W.HTML(self.readout())
+        img = png_image_widget(self.figure())
+
+        def redraw(_=None):
+            self.update(n=n.value, d=d.value, sram_kib=sram.value, device=device.value)
+            readout.value = self.readout()
+            set_png(img, self.figure())
+
+        for w in (n, d, sram, device):
+            w.observe(redraw, names="value")
+        return W.VBox([W.HBox([n, d]), W.HBox([sram, device]), readout, img])
+
+
+def measured_block_sweep(block_ms=(16, 32, 64, 128), n: int | None = None, d: int | None = None) -> dict:
+    """The flash kernel's bytes over BLOCK_M, measured (``flashsim.course.kit.real_gpu.compare``) and simulated.
+
+    Returns {block_m: Comparison}. K and V are re-read once per row block: their bytes fall as 1/BLOCK_M, the
+    kernel's version of the 1/M in Θ(N²d²/M).
+    """
+    from tqdm.auto import tqdm
+
+    from flashsim.course.kit.real_gpu import compare
+    out = {}
+    for i, bm in enumerate(tqdm(block_ms, desc="BLOCK_M sweep", leave=False)):
+        out[bm] = compare("flash_fwd", n=n, d=d, block_m=bm, block_n=32, quiet=i > 0)
+    return out
+
+
+def latest_kernels_json(root: str | None = None) -> str | None:
+    """Path of the newest ``benchmarks/results/kernels_h200_*.json`` (an ncu sweep on the H200), or None."""
+    if root is None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    paths = sorted(glob.glob(os.path.join(root, "benchmarks", "results", "kernels_h200*.json")))
+    return paths[-1] if paths else None
+
+
+def _rows_from_json(path: str, kernel: str, max_tiles: int = 300_000) -> list:
+    """Rows of an ncu sweep JSON (benchmarks/gpu_validate.py). Where the file has no simulated numbers yet, the
+    requested bytes come from :func:`flashsim.model.kernel_io.kernel_io` and the DRAM bytes from the L2 model
+    (:func:`flashsim.model.kernel_io.kernel_dram`, skipped for configurations with more than `max_tiles` tiles)."""
+    from flashsim.model.kernel_io import kernel_dram, kernel_io
+    with open(path) as f:
+        result = json.load(f)
+    rows = []
+    for r in result.get("ncu_sweep", []):
+        cfg, m, s = r.get("config", {}), r.get("measured") or {}, r.get("simulated") or {}
+        if cfg.get("kernel") != kernel or "total" not in m or r.get("set") == "tma":
+            continue                    # TMA copies bypass the counters of requested bytes: not comparable here
+        t = m["total"]
+        args = (kernel, cfg["n"], cfg["d"], cfg.get("block_m", 128), cfg.get("block_n", 64))
+        kw = dict(causal=bool(cfg.get("causal")), dtype=cfg.get("dtype", "fp16"), batch=cfg.get("batch", 1),
+                  heads=cfg.get("heads", 1))
+        if "load_bytes" in s:
+            requested = s["load_bytes"] + s["store_bytes"]
+            dram_sim = s.get("dram_read_bytes", 0) + s.get("dram_write_bytes", 0)
+        else:
+            io = kernel_io(*args, **kw)
+            requested = io.load_bytes + io.store_bytes
+            tiles = kw["batch"] * kw["heads"] * -(-cfg["n"] // args[3]) * -(-cfg["n"] // args[4])
+            dram_sim = kernel_dram(*args, **kw)["total"].dram_bytes if tiles <= max_tiles else None
+        rows.append({"label": f"B={kw['batch']} H={kw['heads']} N={cfg['n']} d={cfg['d']}"
+                              f"{' causal' if kw['causal'] else ''}",
+                     "requested": requested, "dram_simulated": dram_sim,
+                     "requested_measured": t.get("global_load_bytes", 0) + t.get("global_store_bytes", 0),
+                     "dram_measured": t.get("dram_read_bytes", 0) + t.get("dram_write_bytes", 0)})
+    return rows
+
+
+def l2_rows(kernel: str = "flash_fwd", configs=None, path: str | None = None) -> dict:
+    """Requested vs DRAM bytes of `kernel`: {"source", "rows": [{"label", "requested", "dram_simulated",
+    "requested_measured", "dram_measured"}]} — ncu numbers from the newest kernels_h200 JSON when there is one
+    (source "ncu on H200: <file>"), else the L2 model alone (source "L2 model", measured entries None)."""
+    path = path or latest_kernels_json()
+    if path:
+        try:
+            rows = _rows_from_json(path, kernel)
+        except (OSError, ValueError, KeyError, TypeError):
+            rows = []
+        if rows:
+            return {"source": f"ncu on H200: {os.path.basename(path)}", "rows": rows}
+    from flashsim.model.kernel_io import kernel_dram, kernel_io
+    configs = configs or ((1, 16, 1024, 64), (1, 16, 4096, 64), (2, 16, 4096, 128), (1, 8, 16384, 128))
+    rows = []
+    for b, h, n, d in configs:
+        io = kernel_io(kernel, n, d, 128, 64, batch=b, heads=h)
+        dram = kernel_dram(kernel, n, d, 128, 64, batch=b, heads=h, hardware="h200")["total"]
+        rows.append({"label": f"B={b} H={h} N={n} d={d}", "requested": io.load_bytes + io.store_bytes,
+                     "dram_simulated": dram.dram_bytes, "requested_measured": None, "dram_measured": None})
+    return {"source": "L2 model (flashsim.model.l2; no kernels_h200_*.json in benchmarks/results yet)", "rows": rows}

@@ -1,0 +1,83 @@
+"""Chapter 10 figures: the CPU view. Every function returns a matplotlib Figure (Agg-safe: no pyplot)."""
+from __future__ import annotations
+
+import numpy as np
+
+from flashsim.course.kit.plotting import new_figure
+
+__all__ = ["plot_hierarchy_cpu_gpu", "plot_cpu_time_memory", "plot_block_vs_cache"]
+
+
+def plot_hierarchy_cpu_gpu(caches: dict, gpu: str = "h200"):
+    """Sizes of the fast tiers, log scale: the CPU's L1d / L2 / L3 next to a GPU's SRAM per SM and L2."""
+    from flashsim.model.hardware import get_device
+    hw = get_device(gpu)
+    fig = new_figure((7.0, 3.0))
+    ax = fig.add_subplot()
+    labels = ["L1d", "L2 (per core)\n= 'SRAM'", "L3 (shared)\n= 'L2'"]
+    cpu = [caches.get("L1d") or 0, caches.get("L2") or 0, caches.get("L3") or 0]
+    gpu_vals = [0, hw.sram_bytes, hw.l2_bytes]
+    x = np.arange(3)
+    ax.bar(x - 0.2, cpu, 0.4, label=f"this CPU ({caches.get('cores')} cores)", color="#ff7f0e")
+    ax.bar(x + 0.2, gpu_vals, 0.4, label=f"{hw.name}: SRAM per SM, L2", color="#1f77b4")
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("bytes")
+    ax.legend(fontsize=8)
+    ax.set_title("the fast tiers: a CPU core's L2 plays the SM's shared memory", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_cpu_time_memory(m: dict):
+    """Measured time and peak memory of flash (numba) and naive (numpy) against N, with the predicted memory."""
+    from matplotlib.ticker import NullLocator
+    fig = new_figure((8.6, 3.4))
+    ax1, ax2 = fig.subplots(1, 2)
+    n = np.asarray(m["n"], float)
+    ax1.loglog(n, m["naive_s"], "o-", color="#7f7f7f", label="naive numpy")
+    ax1.loglog(n, m["flash_s"], "o-", color="#1f77b4", label="flash (numba, blocked)")
+    ax1.set_xlabel("N")
+    ax1.set_ylabel("best time of 5 (s)")
+    ax1.set_title(f"time, d={m['d']}, float32", fontsize=9)
+    ax1.legend(fontsize=8)
+    ax2.loglog(n, m["naive_peak"], "o-", color="#7f7f7f", label="naive, measured")
+    ax2.loglog(n, m["naive_predicted"], ":", color="#7f7f7f", label="naive, N²·4 + output")
+    ax2.loglog(n, m["flash_peak"], "o-", color="#1f77b4", label="flash, measured")
+    ax2.loglog(n, m["flash_predicted"], ":", color="#1f77b4", label="flash, O(N d) predicted")
+    ax2.set_xlabel("N")
+    for ax in (ax1, ax2):  # tick at the measured N, not at 2×10³, 3×10³, … (they overlap)
+        ax.set_xticks(list(n), [f"{int(x)}" for x in n], fontsize=8)
+        ax.xaxis.set_minor_locator(NullLocator())
+    ax2.set_ylabel("peak extra bytes")
+    ax2.set_title("memory (tracemalloc)", fontsize=9)
+    ax2.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_block_vs_cache(sweep: dict, caches: dict, current: dict | None = None, title: str = ""):
+    """Measured time against block_c, and the step's working set against the cache sizes (twin axis)."""
+    import textwrap
+    fig = new_figure((7.2, 3.6))
+    ax = fig.add_subplot()
+    bc = np.asarray(sweep["block_c"])
+    ax.plot(bc, np.asarray(sweep["time_s"]) * 1e3, "o-", color="#1f77b4", label="time (ms, best of 5)")
+    if current is not None and current["block_r"] == sweep["block_r"]:
+        ax.plot([current["block_c"]], [current["time_s"] * 1e3], "o", color="#d62728", ms=10)
+    ax.set_xlabel(f"block_c (block_r = {sweep['block_r']})")
+    ax.set_ylabel("best time (ms)", color="#1f77b4")
+    ax2 = ax.twinx()
+    ax2.plot(bc, np.asarray(sweep["working_set"]) / 1024, "s--", color="#ff7f0e", ms=3, label="working set")
+    for name, color in (("L1d", "#2ca02c"), ("L2", "#9467bd")):
+        if caches.get(name):
+            ax2.axhline(caches[name] / 1024, color=color, ls=":", lw=1.2)
+            ax2.text(bc[0], caches[name] / 1024, f" {name}", color=color, va="bottom", fontsize=8)
+    if caches.get("L2"):
+        ax2.axhline(caches["L2"] / 2048, color="#9467bd", ls="-.", lw=0.8)
+        ax2.text(bc[-1], caches["L2"] / 2048, "½ L2 ", color="#9467bd", va="bottom", ha="right", fontsize=8)
+    ax2.set_yscale("log")
+    ax2.set_ylabel("one step's working set (KiB)", color="#ff7f0e")
+    ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=8)
+    fig.tight_layout()
+    return fig

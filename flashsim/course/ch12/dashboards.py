@@ -1,0 +1,486 @@
+"""Chapter 12 dashboard: the learner's kernel under block-size sliders, measured IO against the kernel view.
+
+:class:`KernelBlockDashboard` keeps its state in plain methods (``update(block_m=..., block_n=..., causal=...)``,
+``current``), so tests drive it without Jupyter; ``show()`` wraps the same methods in ipywidgets (imported
+lazily). In the interpreter each move runs the learner's kernel at a small N and counts its loads and stores; on a
+GPU it times the kernel (``do_bench`` median) at a full size instead.
+
+The chapter's last section ("what an H200 adds") reads the committed GPU results under ``benchmarks/results/``:
+:func:`tuning_summary` (pointer loads vs TMA, best configuration per kernel), :func:`wide_sweep_summary` (pipeline
+stages, shared-memory limits, warp specialization), :func:`pingpong_summary` (the manual ping-pong experiment) and
+:func:`speed_headline` (the speed grid against PyTorch's SDPA backends), each with a ``*_table`` for the notebook.
+Without the file they say so and return None or [].
+"""
+from __future__ import annotations
+
+from flashsim.course.ch00.dashboards import widget_or_figure
+
+__all__ = ["KernelBlockDashboard", "template_source", "learner_or_solution", "TUNING_KERNELS", "TUNING_KERNEL_LABELS",
+           "config_label", "load_tuning", "tuned_configs", "tuning_summary", "tuning_table", "wide_sweep_summary",
+           "pipelining_table", "warp_specialization_table", "pingpong_summary", "pingpong_table", "speed_headline",
+           "speed_headline_table"]
+
+BLOCKS = (16, 32, 64, 128)
+
+
+def template_source() -> str:
+    """The Triton source of the chapter-12 template kernel (:mod:`flashsim.course.ch12.template`), to read."""
+    import inspect
+
+    from flashsim.course.ch12.template import _flash_template_kernel
+    return inspect.getsource(getattr(_flash_template_kernel, "fn", _flash_template_kernel))
+
+
+def learner_or_solution(inner, verdict):
+    """The learner's inner-loop function if its verdict passed, else the solution (so later cells still run)."""
+    if verdict:
+        print("using your kernel")
+        return inner
+    from flashsim.solutions.ch12 import flash_inner
+    print("your kernel did not pass yet: the cells below use the solution (flashsim.solutions.ch12.flash_inner)")
+    return flash_inner
+
+
+def _nonzero(io: dict) -> dict:
+    return {kind: {t: b for t, b in io[kind].items() if b} for kind in ("loads", "stores")}
+
+
+class KernelBlockDashboard:
+    """BLOCK_M / BLOCK_N / causal sliders over the learner's kernel (chapter 12).
+
+    ``current`` = {"block_m", "block_n", "causal", "simulated": {"loads", "stores"}, "measured": ... or None,
+    "time_ms": ... or None, "exact": bool or None}.
+    """
+
+    def __init__(self, inner, n: int | None = None, d: int | None = None, block_m: int = 32, block_n: int = 32,
+                 causal: bool = False):
+        from flashsim.course import pick
+        from flashsim.kernels import INTERPRETER
+        self.inner = inner
+        self.interpreter = bool(INTERPRETER)
+        self.n = int(n or (96 if self.interpreter else pick(small=1024, full=4096)))
+        self.d = int(d or (32 if self.interpreter else 64))
+        self.dtype = "fp32" if self.interpreter else "fp16"
+        self._cache: dict = {}
+        self.current: dict = {}
+        self.update(block_m=block_m, block_n=block_n, causal=causal)
+
+    def measure(self, block_m: int, block_n: int, causal: bool) -> dict:
+        key = (int(block_m), int(block_n), bool(causal))
+        if key in self._cache:
+            return self._cache[key]
+        from flashsim.course.ch12.checks import _inputs, _one_launch, run_learner_kernel
+        from flashsim.model.kernel_io import kernel_io
+        sim = _one_launch(kernel_io("flash_fwd", self.n, self.d, block_m, block_n, causal=causal,
+                                    dtype=self.dtype).per_tensor())
+        q, k, v = _inputs(1, 1, self.n, self.d, self.dtype, "cpu" if self.interpreter else "cuda", seed=3)
+        out = {"block_m": key[0], "block_n": key[1], "causal": key[2], "simulated": sim, "measured": None,
+               "time_ms": None, "exact": None}
+        if self.interpreter:
+            from flashsim.measure import count_io
+            counted = count_io(run_learner_kernel, self.inner, q, k, v, causal, block_m, block_n)
+            out["measured"] = _one_launch(counted.per_tensor())
+            out["exact"] = _nonzero(out["measured"]) == _nonzero(sim)
+        else:
+            from flashsim.measure import bench
+            out["time_ms"] = bench(lambda: run_learner_kernel(self.inner, q, k, v, causal, block_m, block_n))
+        self._cache[key] = out
+        return out
+
+    def update(self, block_m: int | None = None, block_n: int | None = None, causal: bool | None = None) -> dict:
+        bm = int(block_m if block_m is not None else self.current.get("block_m", 32))
+        bn = int(block_n if block_n is not None else self.current.get("block_n", 32))
+        c = bool(causal if causal is not None else self.current.get("causal", False))
+        for name, value in (("block_m", bm), ("block_n", bn)):
+            if value not in BLOCKS:
+                raise ValueError(f"{name}={value}: the dashboard offers {list(BLOCKS)}")
+        self.current = self.measure(bm, bn, c)
+        return self.current
+
+    def readout(self) -> str:
+        c = self.current
+        sim = sum(c["simulated"]["loads"].values()) + sum(c["simulated"]["stores"].values())
+        text = (f"N={self.n}, d={self.d}, BLOCK_M={c['block_m']}, BLOCK_N={c['block_n']}, causal={c['causal']}: "
+                f"simulated {sim:,} B")
+        if c["measured"] is not None:
+            meas = sum(c["measured"]["loads"].values()) + sum(c["measured"]["stores"].values())
+            text += f", measured {meas:,} B ({'equal' if c['exact'] else 'DIFFERENT'})"
+        if c["time_ms"] is not None:
+            text += f", {c['time_ms']:.3f} ms on the GPU"
+        return text
+
+    def figure(self):
+        from flashsim.course.ch12.figures import plot_kernel_io_by_tensor
+        return plot_kernel_io_by_tensor(self.current["simulated"], self.current["measured"], title=self.readout())
+
+    @widget_or_figure
+    def show(self):
+        import ipywidgets as W
+
+        from flashsim.course.ch05.dashboards import png_image_widget, set_png
+        bm = W.SelectionSlider(options=list(BLOCKS), value=self.current["block_m"], description="BLOCK_M",
+                               continuous_update=False)
+        bn = W.SelectionSlider(options=list(BLOCKS), value=self.current["block_n"], description="BLOCK_N",
+                               continuous_update=False)
+        causal = W.Checkbox(value=self.current["causal"], description="causal")
+        img = png_image_widget(self.figure())
+
+        def redraw(_=None):
+            self.update(block_m=bm.value, block_n=bn.value, causal=causal.value)
+            set_png(img, self.figure())
+
+        for w in (bm, bn, causal):
+            w.observe(redraw, names="value")
+        return W.VBox([W.HBox([bm, bn, causal]), img])
+
+
+# --- "what an H200 adds": the committed GPU results, read (never hard-coded) ---------------------------------------
+
+#: the tuning sweep's kernel names (benchmarks/tune_attention.py), in the order tables list them
+TUNING_KERNELS = ("fwd", "dkdv", "dq", "atomic")
+#: what each of them is
+TUNING_KERNEL_LABELS = {"fwd": "forward", "dkdv": "bwd K/V pass", "dq": "bwd dQ pass",
+                        "atomic": "bwd one pass (atomic dQ)"}
+#: the tuning sweep's kernel names -> the kernel names of flashsim.kernels._common.TUNED_H200
+_TUNED_NAMES = {"fwd": "flash_fwd", "dkdv": "flash_bwd_dkdv", "dq": "flash_bwd_dq"}
+
+
+#: benchmarks/results/tune_h200_<date>.json: the sweep's default name (other suffixes are other experiments)
+_DATED = "tune_h200_[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+
+
+def _result_file(path, pattern: str, need: str):
+    """(Path, data) of the JSON file `path`, or of the newest ``benchmarks/results/<pattern>`` (chapter 12); None,
+    having said why, when there is no such file or it is unreadable, empty, or lacks the key `need`."""
+    import json
+    from pathlib import Path
+
+    if path is None:
+        from flashsim.course.figures import _newest_result
+        found = _newest_result(pattern, need=need)
+        if found is None:
+            print(f"no benchmarks/results/{pattern} with {need!r} in it (a GPU run writes one): nothing to show")
+        return found
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        print(f"{path}: no such file: nothing to show")
+        return None
+    except (OSError, ValueError) as e:
+        print(f"{path}: not a readable JSON file ({type(e).__name__}): nothing to show")
+        return None
+    if not isinstance(data, dict) or not data.get(need):
+        print(f"{path}: no {need!r} in it: nothing to show")
+        return None
+    return path, data
+
+
+def _config(r: dict) -> tuple:
+    return (r["bm"], r["bn"], r["w"], r["s"])
+
+
+def config_label(config) -> str:
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages) as "64×128 w4 s2" (chapter 12's tables)."""
+    if not config:
+        return "—"
+    bm, bn, w, s = config
+    return f"{bm}×{bn} w{w} s{s}"
+
+
+def load_tuning(path=None, wide: bool = False) -> dict | None:
+    """A tuning sweep of ``benchmarks/tune_attention.py`` (chapter 12): every kernel timed alone at N = 4096, fp16.
+
+    path None: the newest ``benchmarks/results/tune_h200_<date>.json`` (pointer loads vs TMA near the winners), or
+    with ``wide=True`` the newest ``tune_h200_<date>_wide.json`` (the first, wide sweep with pointer loads). Rows are
+    normalised: ``kernel`` as the sweep names it (:data:`TUNING_KERNELS`, or an experiment's own name such as
+    "fwd_pp"), ``tma`` and ``ws`` (warp specialization) booleans; the wide file's experimental TMA forward
+    ("fwd_tma") becomes ``kernel="fwd", tma=True``. Returns {"path", "n", "info",
+    "rows", "compile_errors": [{"config", "message"}]}, or None (said why) when there is no usable file.
+    """
+    import json
+
+    found = _result_file(path, _DATED + ("_wide.json" if wide else ".json"), "results")
+    if found is None:
+        return None
+    p, data = found
+    rows = []
+    for r in data["results"]:
+        if (not isinstance(r, dict) or not isinstance(r.get("ms"), (int, float))
+                or any(k not in r for k in ("kernel", "d", "causal", "bm", "bn", "w", "s"))):
+            continue                                          # a failed or malformed row: nothing to compare
+        kernel = str(r.get("kernel", ""))
+        tma = kernel.endswith("_tma") or bool(r.get("tma", False))
+        rows.append({"kernel": kernel.removesuffix("_tma"), "d": int(r["d"]), "causal": bool(r["causal"]),
+                     "bm": int(r["bm"]), "bn": int(r["bn"]), "w": int(r["w"]), "s": int(r["s"]), "tma": tma,
+                     "ws": bool(r.get("ws", False)), "ms": float(r["ms"]), "err": r.get("err")})
+    errors = []
+    for key, message in (data.get("compile_errors") or {}).items():
+        try:
+            cfg = json.loads(key)
+        except ValueError:
+            cfg = {"config": key}
+        if str(cfg.get("kernel", "")).endswith("_tma"):
+            cfg = {**cfg, "kernel": cfg["kernel"].removesuffix("_tma"), "tma": True}
+        errors.append({"config": cfg, "message": str(message)})
+    return {"path": p, "n": data.get("n"), "info": data.get("info", {}), "rows": rows, "compile_errors": errors}
+
+
+def _sort_key(key):
+    kernel, d, causal = key[:3]
+    order = TUNING_KERNELS.index(kernel) if kernel in TUNING_KERNELS else len(TUNING_KERNELS)
+    return (order, kernel, d, causal) + tuple(key[3:])
+
+
+def tuned_configs() -> dict:
+    """The package's launch configurations (:data:`flashsim.kernels._common.TUNED_H200`, used with TMA on a
+    GPU) keyed by the tuning sweep's names: {("fwd" | "dkdv" | "dq", d, causal): (BLOCK_M, BLOCK_N, warps,
+    stages)} (chapter 12)."""
+    from flashsim.kernels._common import TUNED_H200
+    names = {v: k for k, v in _TUNED_NAMES.items()}
+    return {(names[k], d, c): tuple(v) for (k, d, c), v in TUNED_H200.items() if k in names}
+
+
+def tuning_summary(path=None) -> list[dict]:
+    """Per (kernel, d, causal) of the newest pointer-vs-TMA tuning sweep (chapter 12): the best pointer-load and the
+    best TMA configuration, their times, and the speedup pointer ms / TMA ms (> 1: TMA faster).
+
+    Each row: {"kernel", "d", "causal", "pointer_ms", "pointer_config", "tma_ms", "tma_config", "speedup",
+    "tuned_config" (the package's choice, :data:`flashsim.kernels._common.TUNED_H200`, or None), "tuned_tma_ms"
+    (the TMA time at that configuration, if the sweep has it), "n", "source" (the file's name)}; configurations are
+    (BLOCK_M, BLOCK_N, num_warps, num_stages). Warp-specialized rows are left out. [] (said why) without a file.
+    """
+    tuning = load_tuning(path)
+    if tuning is None:
+        return []
+    package = tuned_configs()
+    best: dict = {}
+    by_config: dict = {}
+    for r in tuning["rows"]:
+        if r["ws"]:
+            continue
+        key = (r["kernel"], r["d"], r["causal"], r["tma"])
+        if key not in best or r["ms"] < best[key]["ms"]:
+            best[key] = r
+        by_config[key + _config(r)] = r["ms"]
+    out = []
+    for kernel, d, causal in sorted({k[:3] for k in best}, key=_sort_key):
+        ptr, tma = best.get((kernel, d, causal, False)), best.get((kernel, d, causal, True))
+        tuned = package.get((kernel, d, causal))
+        out.append({"kernel": kernel, "d": d, "causal": causal,
+                    "pointer_ms": ptr["ms"] if ptr else None, "pointer_config": _config(ptr) if ptr else None,
+                    "tma_ms": tma["ms"] if tma else None, "tma_config": _config(tma) if tma else None,
+                    "speedup": ptr["ms"] / tma["ms"] if ptr and tma else None,
+                    "tuned_config": tuple(tuned) if tuned else None,
+                    "tuned_tma_ms": by_config.get((kernel, d, causal, True) + tuple(tuned)) if tuned else None,
+                    "n": tuning["n"], "source": tuning["path"].name})
+    return out
+
+
+def tuning_table(summary=None):
+    """:func:`tuning_summary` as a :class:`flashsim.course.Table` (chapter 12); None when there is nothing."""
+    from flashsim.course import Table
+    summary = tuning_summary() if summary is None else summary
+    if not summary:
+        return None
+    rows = [[TUNING_KERNEL_LABELS.get(r["kernel"], r["kernel"]), r["d"], "yes" if r["causal"] else "no",
+             None if r["pointer_ms"] is None else round(r["pointer_ms"], 3), config_label(r["pointer_config"]),
+             None if r["tma_ms"] is None else round(r["tma_ms"], 3), config_label(r["tma_config"]),
+             None if r["speedup"] is None else round(r["speedup"], 2), config_label(r["tuned_config"]),
+             None if r["tuned_tma_ms"] is None else round(r["tuned_tma_ms"], 3)]
+            for r in summary]
+    return Table(["kernel", "d", "causal", "pointer ms", "best pointer", "TMA ms", "best TMA", "pointer/TMA",
+                  "TUNED_H200", "its TMA ms"], rows,
+                 f"Best launch configuration per kernel, pointer loads vs TMA: N={summary[0]['n']}, fp16, "
+                 f"median ms of do_bench (benchmarks/results/{summary[0]['source']})")
+
+
+def wide_sweep_summary(path=None) -> dict | None:
+    """What the newest wide tuning sweep (``tune_h200_<date>_wide.json``) says about pipelining and warp
+    specialization (chapter 12). Pointer-load rows only for the stages; the experimental TMA forward's pairs for
+    warp specialization.
+
+    Returns {"source", "n", "configs" (timed), "best_by_stages": {(kernel, d, causal): {stages: best ms}},
+    "best_stages": {(kernel, d, causal): stages of the fastest}, "shared_memory": [{"config", "required",
+    "limit"}] (configurations the compiler refused for lack of shared memory), "warp_specialize": {num_warps:
+    {"compiled", "failed", "message", "ratios" (ws ms / plain ms of the same configuration)}}}, or None.
+    """
+    import re
+    tuning = load_tuning(path, wide=True)
+    if tuning is None:
+        return None
+    by_stages: dict = {}
+    plain: dict = {}
+    for r in tuning["rows"]:
+        if not r["tma"] and not r["ws"]:
+            cell = by_stages.setdefault((r["kernel"], r["d"], r["causal"]), {})
+            cell[r["s"]] = min(cell.get(r["s"], float("inf")), r["ms"])
+        if not r["ws"]:
+            plain[(r["kernel"], r["d"], r["causal"], r["tma"]) + _config(r)] = r["ms"]
+    by_stages = dict(sorted(by_stages.items(), key=lambda kv: _sort_key(kv[0])))
+    shared = []
+    ws: dict = {}
+    for e in tuning["compile_errors"]:
+        m = re.search(r"shared memory, Required: (\d+), Hardware limit: (\d+)", e["message"])
+        if m:
+            shared.append({"config": e["config"], "required": int(m.group(1)), "limit": int(m.group(2))})
+        if e["config"].get("ws"):
+            cell = ws.setdefault(int(e["config"].get("w", 0)), {"compiled": 0, "failed": 0, "message": None,
+                                                                "ratios": []})
+            cell["failed"] += 1
+            cell["message"] = cell["message"] or e["message"]
+    for r in tuning["rows"]:
+        if r["ws"]:
+            cell = ws.setdefault(r["w"], {"compiled": 0, "failed": 0, "message": None, "ratios": []})
+            cell["compiled"] += 1
+            base = plain.get((r["kernel"], r["d"], r["causal"], r["tma"]) + _config(r))
+            if base:
+                cell["ratios"].append(r["ms"] / base)
+    return {"source": tuning["path"].name, "n": tuning["n"], "configs": len(tuning["rows"]),
+            "best_by_stages": by_stages, "best_stages": {k: min(v, key=v.get) for k, v in by_stages.items()},
+            "shared_memory": shared, "warp_specialize": dict(sorted(ws.items()))}
+
+
+def pipelining_table(summary=None):
+    """Best time per number of pipeline stages, per kernel and shape, relative to the kernel's best (chapter 12):
+    from :func:`wide_sweep_summary`. None when there is nothing."""
+    from flashsim.course import Table
+    summary = wide_sweep_summary() if summary is None else summary
+    if not summary or not summary["best_by_stages"]:
+        return None
+    stages = sorted({s for v in summary["best_by_stages"].values() for s in v})
+    rows = []
+    for (kernel, d, causal), cell in summary["best_by_stages"].items():
+        best = min(cell.values())
+        rows.append([TUNING_KERNEL_LABELS.get(kernel, kernel), d, "yes" if causal else "no", round(best, 3)]
+                    + [round(cell[s] / best, 3) if s in cell else None for s in stages]
+                    + [summary["best_stages"][(kernel, d, causal)]])
+    shared = summary["shared_memory"]
+    note = ""
+    if shared:
+        note = (f"; {len(shared)} configurations refused for shared memory (needed "
+                f"{min(x['required'] for x in shared):,}-{max(x['required'] for x in shared):,} B, limit "
+                f"{shared[0]['limit']:,} B)")
+    return Table(["kernel", "d", "causal", "best ms"] + [f"{s} stages (/best)" for s in stages] + ["fastest"],
+                 rows, f"Pipeline stages, pointer loads, N={summary['n']}, fp16: the best over block shapes and "
+                       f"warps at each stage count (benchmarks/results/{summary['source']}{note})")
+
+
+def warp_specialization_table(summary=None):
+    """Triton's automatic warp specialization in the wide sweep (chapter 12): per num_warps, how many
+    configurations compiled, the compiler's message where they did not, and the time ratio to the same
+    configuration without it. None when the sweep has no such rows."""
+    from flashsim.course import Table
+    summary = wide_sweep_summary() if summary is None else summary
+    if not summary or not summary["warp_specialize"]:
+        return None
+    rows = []
+    for w, cell in summary["warp_specialize"].items():
+        ratios = cell["ratios"]
+        rows.append([w, cell["compiled"] + cell["failed"], cell["compiled"], cell["failed"], cell["message"] or "—",
+                     round(min(ratios), 3) if ratios else None, round(max(ratios), 3) if ratios else None])
+    return Table(["num_warps", "configs", "compiled", "failed", "compiler's message", "ws/plain min",
+                  "ws/plain max"], rows,
+                 "tl.range(..., warp_specialize=True) in the experimental TMA forward, N="
+                 f"{summary['n']}, fp16 (benchmarks/results/{summary['source']})")
+
+
+def pingpong_summary(paths=None) -> list[dict]:
+    """The manual ping-pong experiment (chapter 12): ``benchmarks/tune_attention.py --pingpong`` timed the package's
+    forward ("fwd") against a variant that keeps two Q half-tiles per program and updates them alternately
+    ("fwd_pp", so that one half's matmul might overlap the other's exponentials), both with TMA loads.
+
+    paths None: the ``benchmarks/results/tune_h200_<date>_pingpong_n<N>.json`` files of the newest date. Per
+    (N, d, causal): {"n", "d", "causal", "fwd_ms", "fwd_config", "pingpong_ms", "pingpong_config", "speedup"
+    (fwd ms / ping-pong ms: > 1 means ping-pong is faster), "source"}. [] (said why) without files.
+    """
+    if paths is None:
+        from flashsim.course import figures
+        found = sorted((figures.ROOT / "benchmarks" / "results").glob(_DATED + "_pingpong_n*.json"))
+        newest = max((p.name[:len("tune_h200_2026-11-30")] for p in found), default=None)
+        paths = [p for p in found if p.name.startswith(newest)] if newest else []
+        if not paths:
+            print(f"no benchmarks/results/{_DATED}_pingpong_n*.json (a GPU run writes them): nothing to show")
+            return []
+    out = []
+    for path in paths:
+        tuning = load_tuning(path)
+        if tuning is None:
+            continue
+        best: dict = {}
+        for r in tuning["rows"]:
+            key = (r["kernel"], r["d"], r["causal"])
+            if r["kernel"] in ("fwd", "fwd_pp") and (key not in best or r["ms"] < best[key]["ms"]):
+                best[key] = r
+        for d, causal in sorted({k[1:] for k in best}):
+            plain, pp = best.get(("fwd", d, causal)), best.get(("fwd_pp", d, causal))
+            out.append({"n": tuning["n"], "d": d, "causal": causal,
+                        "fwd_ms": plain["ms"] if plain else None, "fwd_config": _config(plain) if plain else None,
+                        "pingpong_ms": pp["ms"] if pp else None, "pingpong_config": _config(pp) if pp else None,
+                        "speedup": plain["ms"] / pp["ms"] if plain and pp else None, "source": tuning["path"].name})
+    return sorted(out, key=lambda r: (r["n"] or 0, r["d"], r["causal"]))
+
+
+def pingpong_table(summary=None):
+    """:func:`pingpong_summary` as a :class:`flashsim.course.Table` (chapter 12); None when there is nothing."""
+    from flashsim.course import Table
+    summary = pingpong_summary() if summary is None else summary
+    if not summary:
+        return None
+    rows = [[r["n"], r["d"], "yes" if r["causal"] else "no",
+             None if r["fwd_ms"] is None else round(r["fwd_ms"], 3), config_label(r["fwd_config"]),
+             None if r["pingpong_ms"] is None else round(r["pingpong_ms"], 3), config_label(r["pingpong_config"]),
+             None if r["speedup"] is None else round(r["speedup"], 3)] for r in summary]
+    sources = ", ".join(sorted({r["source"] for r in summary}))
+    return Table(["N", "d", "causal", "forward ms", "best config", "ping-pong ms", "best config",
+                  "forward/ping-pong"], rows,
+                 f"Manual ping-pong (two Q half-tiles per program) vs the package's forward, TMA, fp16, best "
+                 f"configuration of each (benchmarks/results/{sources})")
+
+
+def speed_headline(path=None) -> dict | None:
+    """The headline of the newest speed grid ``benchmarks/results/attention_speed_*.json`` (chapter 12): for each
+    target of the grid ("fwd ours/flash", ...; rows with N >= its ``target_min_n``) and each head dim (and all),
+    how many rows meet it and the min / median / max ratio of our speed to the baseline's.
+
+    Returns {"source", "device", "date", "min_n", "rows": [{"metric", "d" ("all" or an int), "target", "met",
+    "total", "min", "median", "max"}]}, or None (said why) without a file.
+    """
+    import statistics
+    found = _result_file(path, "attention_speed_*.json", "rows")
+    if found is None:
+        return None
+    p, data = found
+    min_n = int(data.get("target_min_n", 0))
+    targets = dict(data.get("targets") or {})
+    targets.setdefault("bwd ours/cudnn", None)           # no target, but worth a line: cuDNN's backward
+    grid = [r for r in data["rows"] if isinstance(r, dict) and r.get("n", 0) >= min_n]
+    out = []
+    for metric, need in targets.items():
+        mode, base = metric.split(" ours/")
+        for d in ["all"] + sorted({r["d"] for r in grid}):
+            ratios = [r["ratio"][base] for r in grid if r.get("mode") == mode and (d == "all" or r["d"] == d)
+                      and isinstance((r.get("ratio") or {}).get(base), (int, float))]
+            if not ratios:
+                continue
+            out.append({"metric": metric, "d": d, "target": need, "total": len(ratios),
+                        "met": None if need is None else sum(x >= need for x in ratios),
+                        "min": min(ratios), "median": statistics.median(ratios), "max": max(ratios)})
+    versions = data.get("versions", {})
+    return {"source": p.name, "device": versions.get("gpu"), "date": versions.get("date_utc"), "min_n": min_n,
+            "rows": out}
+
+
+def speed_headline_table(headline=None):
+    """:func:`speed_headline` as a :class:`flashsim.course.Table` (chapter 12); None when there is nothing."""
+    from flashsim.course import Table
+    headline = speed_headline() if headline is None else headline
+    if not headline or not headline["rows"]:
+        return None
+    rows = [[r["metric"], r["d"], "—" if r["target"] is None else f">= {r['target']}",
+             "—" if r["met"] is None else f"{r['met']}/{r['total']}", round(r["min"], 2), round(r["median"], 2),
+             round(r["max"], 2)] for r in headline["rows"]]
+    return Table(["speed ratio", "d", "target", "rows met", "min", "median", "max"], rows,
+                 f"{headline['device'] or 'GPU'}, {headline['date'] or ''}: our speed / PyTorch SDPA backend's, rows "
+                 f"with N >= {headline['min_n']} (fp16 and bf16, causal or not) (benchmarks/results/"
+                 f"{headline['source']})")

@@ -1,0 +1,160 @@
+"""flashsim.kernels.gluon: GPU-only Hopper (sm_90) attention kernels written in Gluon (``triton.experimental.gluon``).
+
+These kernels spell out what Triton's compiler decides on its own in the course's kernels (chapters 05-12): which
+warps load (a producer warp issuing TMA copies into a ring of shared-memory slots, synchronised by mbarriers), which
+compute (consumer warpgroups on asynchronous wgmma), and in what order (ping-pong between the consumers, softmax of
+one tile overlapped with the matmul of the next, a persistent grid). They run only on a Hopper GPU: Gluon has no
+interpreter mode, so they are exempt from the course's rule that every kernel runs on a CPU. Everything here is
+imported lazily and guarded: :func:`available` says whether the path can run, and why not when it cannot, so that
+``import flashsim.kernels.gluon`` works on any machine (CPU CI runs Triton in the interpreter).
+
+- :func:`available` -> (bool, reason)
+- :func:`supports` -> (bool, reason) for given tensors and flags (dtype, head dim, layout)
+- :func:`gluon_forward` (q, k, v, causal, sm_scale) -> (o, lse), the convention of
+  :func:`flashsim.kernels.flash_forward`: o (B, H, N, d) in q's dtype, lse (B, H, N) fp32 natural-log logsumexp
+  of each score row, so that the Triton backward (:func:`flashsim.kernels.flash_backward`) can consume it.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+#: head dims the Gluon forward covers (each a tuned configuration in :data:`FWD_CONFIGS`)
+HEAD_DIMS = (64, 128)
+
+#: launch configuration of the forward by (head dim, causal): BLOCK_N (keys per K/V tile), STAGES (K/V ring slots),
+#: CONSUMER_REGS (registers per thread of each consumer warpgroup; the producer warp keeps 24). BLOCK_M is 64 query
+#: rows per consumer warpgroup, two consumers per CTA. Shared memory at d=128, STAGES=2: Q 32 KB + K 64 KB + V 64 KB.
+FWD_CONFIGS = {
+    (64, False): dict(BLOCK_N=128, STAGES=3, CONSUMER_REGS=240),
+    (64, True): dict(BLOCK_N=128, STAGES=3, CONSUMER_REGS=240),
+    (128, False): dict(BLOCK_N=128, STAGES=2, CONSUMER_REGS=240),
+    (128, True): dict(BLOCK_N=128, STAGES=2, CONSUMER_REGS=240),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _available_cached(device_index: int) -> tuple[bool, str]:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is a hard dependency
+        return False, f"torch is not importable: {exc}"
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return False, "TRITON_INTERPRET is set: Gluon kernels have no interpreter mode (they compile for sm_90 only)"
+    if not torch.cuda.is_available():
+        return False, "no CUDA GPU: the Gluon kernels compile for Hopper (sm_90) only"
+    cap = torch.cuda.get_device_capability(device_index)
+    if cap != (9, 0):
+        return False, (f"GPU {torch.cuda.get_device_name(device_index)} has compute capability {cap[0]}.{cap[1]}; "
+                       "the Gluon kernels use wgmma and setmaxnreg, which need Hopper (9.0)")
+    try:
+        import inspect
+
+        import triton
+        from triton.experimental.gluon import language as gl
+        from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma,  # noqa: F401
+                                                                       warpgroup_mma, warpgroup_mma_wait)
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: F401
+    except ImportError as exc:
+        return False, f"triton has no usable Gluon Hopper API: {exc}"
+    params = inspect.signature(gl.warp_specialize).parameters
+    if "functions_and_args" not in params:
+        return False, (f"triton {triton.__version__}'s gl.warp_specialize takes {tuple(params)}, not the "
+                       "[(function, args), ...] form these kernels are written for (triton 3.6)")
+    if not hasattr(tma, "async_copy_global_to_shared"):
+        return False, f"triton {triton.__version__} has no tma.async_copy_global_to_shared"
+    try:
+        from . import fwd_sm90  # noqa: F401
+    except Exception as exc:  # an API change surfaces here, at decoration time
+        return False, f"the Gluon forward did not import: {type(exc).__name__}: {exc}"
+    return True, f"Hopper GPU {torch.cuda.get_device_name(device_index)} with triton {triton.__version__}'s Gluon"
+
+
+def available(device=None) -> tuple[bool, str]:
+    """(True, what) when the Gluon kernels can run on ``device`` (default: the current CUDA device), else (False,
+    why not). Never raises: every import it needs is guarded."""
+    try:
+        import torch
+        index = 0
+        if torch.cuda.is_available():
+            index = torch.device(device).index if device is not None else torch.cuda.current_device()
+            index = torch.cuda.current_device() if index is None else index
+    except Exception as exc:  # pragma: no cover
+        return False, f"could not query the CUDA device: {exc}"
+    return _available_cached(index)
+
+
+def supports(q, k, v, causal: bool = False) -> tuple[bool, str]:
+    """Whether :func:`gluon_forward` covers these inputs: Gluon available on their device, fp16 or bf16, equal
+    (B, H, N, d) shapes with d in :data:`HEAD_DIMS`. Non-contiguous inputs are covered (they are copied)."""
+    import torch
+    if not (isinstance(q, torch.Tensor) and q.is_cuda):
+        return False, "the Gluon kernels take CUDA tensors"
+    ok, why = available(q.device)
+    if not ok:
+        return False, why
+    if q.dtype not in (torch.float16, torch.bfloat16) or k.dtype != q.dtype or v.dtype != q.dtype:
+        return False, f"dtype {q.dtype}: the Gluon forward takes float16 or bfloat16"
+    if q.dim() != 4 or q.shape != k.shape or q.shape != v.shape:
+        return False, "q, k, v must share one (B, H, N, d) shape"
+    if q.shape[-1] not in HEAD_DIMS:
+        return False, f"head dim {q.shape[-1]}: the Gluon forward covers d in {HEAD_DIMS}"
+    if min(q.shape) < 1:
+        return False, "empty input"
+    return True, "covered"
+
+
+@functools.lru_cache(maxsize=None)
+def _num_sms(index: int) -> int:
+    import torch
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: bool = True, config: dict | None = None,
+                  max_ctas: int | None = None):
+    """O = softmax(Q Kᵀ · sm_scale) V on Hopper, FA3-style (see :mod:`flashsim.kernels.gluon.fwd_sm90`).
+
+    q, k, v: (B, H, N, d) CUDA tensors, fp16 or bf16, d in :data:`HEAD_DIMS`, any N. Returns (o, lse) in the
+    convention of :func:`flashsim.kernels.flash_forward`. ``pingpong=False`` and ``config`` exist for the ablation
+    (each feature switched off in turn); ``max_ctas`` caps the persistent grid (default: one CTA per SM).
+    Raises ``RuntimeError`` with the reason when the inputs are not covered (:func:`supports`).
+    """
+    import torch
+    import triton
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    ok, why = supports(q, k, v, causal)
+    if not ok:
+        raise RuntimeError(f"gluon_forward: {why}")
+    from .fwd_sm90 import LOG2E, attn_fwd_sm90
+
+    B, H, N, d = q.shape
+    scale = d ** -0.5 if sm_scale is None else float(sm_scale)
+    cfg = dict(FWD_CONFIGS[(d, bool(causal))])
+    cfg.update(config or {})
+    nc, block_m = 2, 64
+    block_n, stages, regs = cfg["BLOCK_N"], cfg["STAGES"], cfg["CONSUMER_REGS"]
+    q2, k2, v2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v))
+    poison = os.environ.get("FLASHSIM_POISON", "0") not in ("", "0")
+    alloc = (lambda shape, dt: torch.full(shape, float("nan"), dtype=dt, device=q.device)) if poison else \
+        (lambda shape, dt: torch.empty(shape, dtype=dt, device=q.device))
+    o = alloc((B, H, N, d), q.dtype)
+    lse = alloc((B, H, N), torch.float32)
+    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
+    q_layout = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
+    kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
+    q_desc = TensorDescriptor.from_tensor(q2, [block_m, d], q_layout)
+    k_desc = TensorDescriptor.from_tensor(k2, [block_n, d], kv_layout)
+    v_desc = TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout)
+    n_mblk = triton.cdiv(N, nc * block_m)
+    n_tiles = B * H * n_mblk
+    ctas = min(n_tiles, max_ctas or _num_sms(q.device.index if q.device.index is not None else 0))
+    # 3 warpgroups (2 consumers + the producer's): 65536 registers / 384 threads = 170, rounded down to 8
+    attn_fwd_sm90[(ctas,)](q_desc, k_desc, v_desc, o, lse, scale * LOG2E, N, B * H, n_mblk, n_tiles,
+                           CAUSAL=bool(causal), NC=nc, BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
+                           PINGPONG=bool(pingpong), CONSUMER_REGS=regs, num_warps=4, maxnreg=168)
+    return o, lse
+
+
+__all__ = ["available", "supports", "gluon_forward", "HEAD_DIMS", "FWD_CONFIGS"]

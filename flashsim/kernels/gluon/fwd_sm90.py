@@ -1,0 +1,260 @@
+"""FlashAttention forward for Hopper (sm_90) in Gluon, FA3-style: explicit warp roles instead of one program.
+
+One CTA (persistent: at most one per SM) runs three partitions that talk only through shared memory and mbarriers:
+
+- a **producer** (one warp, 24 registers) that issues every TMA copy: for each output tile, the Q rows of each
+  consumer, then the K and V tiles into a ring of ``STAGES`` shared-memory slots. It never touches a register tile.
+- ``NC`` **consumer warpgroups** (4 warps each; NC=2 here), each owning ``BLOCK_M`` = 64 query rows of the CTA's
+  ``NC * 64``-row tile. They share every K/V slot, so a slot is released when all NC of them have arrived.
+  Each consumer runs the intra-warpgroup pipeline of FA3: it issues S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} as two
+  asynchronous wgmma groups, waits only for S_j, and computes softmax(S_j) while the tensor cores still run the PV
+  product: the exponentials of one tile overlap the matmul of the other.
+- **Ping-pong** (``PINGPONG``): the consumers take turns to issue their matmuls (a ring of ``turn`` mbarriers), so
+  one warpgroup's softmax runs while the other's wgmma occupies the tensor cores.
+
+The grid is persistent: every CTA walks the tile list with stride ``gridDim.x``; the list is ordered by query block
+from the last (the longest under a causal mask) to the first, heads inner, so no long tile is left for the tail.
+
+Layout and ragged N: Q, K and V are seen as 2-D ``(B*H*N, d)`` tensors. A tile that runs past N reads the next
+head's rows (or TMA's zero fill past the end): those keys are masked to -inf, those queries are computed and never
+stored (O and LSE use masked pointer stores). Outputs follow :func:`flashsim.kernels.flash_forward`: ``o`` (B, H, N,
+d) in the input dtype, ``lse`` (B, H, N) fp32, the natural-log logsumexp of each score row.
+"""
+from __future__ import annotations
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                               warpgroup_mma_wait)
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+@gluon.jit
+def _tile_coords(t, BH, n_mblk):
+    """Tile index -> (batch*head, query block). Query blocks go from the last to the first (longest first when
+    causal); heads are the inner index, so CTAs running at the same time read different heads' K/V once each."""
+    mblk = n_mblk - 1 - t // BH
+    bh = t % BH
+    return bh, mblk
+
+
+@gluon.jit
+def _num_kv_tiles(mblk, N, CAUSAL: gl.constexpr, CTA_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    """K/V tiles one query block reads: all of them, or (causal) those up to the block's last row."""
+    if CAUSAL:
+        hi = gl.minimum((mblk + 1) * CTA_M, N)
+    else:
+        hi = N
+    return gl.cdiv(hi, BLOCK_N)
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
+              CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+              HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+    """The load warp: TMA copies only, each completing on the ``ready`` mbarrier of its slot."""
+    CTA_M: gl.constexpr = NC * BLOCK_M
+    pid = gl.program_id(0)
+    nprog = gl.num_programs(0)
+    kv_count = 0          # K/V tiles issued so far by this CTA: slot = kv_count % STAGES
+    tile_count = 0        # output tiles started so far: parity of the Q buffers
+    for t in range(pid, n_tiles, nprog):
+        bh, mblk = _tile_coords(t, BH, n_mblk)
+        row0 = bh * N                                   # first row of this head in the (B*H*N, d) view
+        for c in gl.static_range(NC):
+            # wait until consumer c has finished its last QKᵀ of the previous tile, then refill its Q rows
+            mbarrier.wait(q_empty.index(c), (tile_count & 1) ^ 1)
+            mbarrier.expect(q_ready.index(c), q_desc.block_type.nbytes)
+            # TMA: Q rows of consumer c, BLOCK_M*d elements, once per output tile
+            tma.async_copy_global_to_shared(q_desc, [row0 + mblk * CTA_M + c * BLOCK_M, 0], q_ready.index(c),
+                                            q_bufs.index(c))
+        n_kv = _num_kv_tiles(mblk, N, CAUSAL, CTA_M, BLOCK_N)
+        for j in range(n_kv):
+            s = kv_count % STAGES
+            ph = (kv_count // STAGES) & 1
+            mbarrier.wait(k_empty.index(s), ph ^ 1)     # all NC consumers are done with this slot's K
+            mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
+            # TMA: K tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
+            tma.async_copy_global_to_shared(k_desc, [row0 + j * BLOCK_N, 0], k_ready.index(s), k_bufs.index(s))
+            mbarrier.wait(v_empty.index(s), ph ^ 1)     # all NC consumers are done with this slot's V
+            mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
+            # TMA: V tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
+            tma.async_copy_global_to_shared(v_desc, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_bufs.index(s))
+            kv_count += 1
+        tile_count += 1
+
+
+@gluon.jit
+def _needs_mask(q0, j, N, CAUSAL: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Whether K/V tile j needs the mask for query rows from q0: it holds keys past N, or (causal) keys after the
+    first query row. Every other tile skips the masking arithmetic (FA2's trick)."""
+    end = (j + 1) * BLOCK_N
+    need = end > N
+    if CAUSAL:
+        need = need | (end > q0 + 1)
+    return need
+
+
+@gluon.jit
+def _masked_scores(s, q0, j, N, s_layout: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
+                   BLOCK_N: gl.constexpr):
+    """Scores of keys past N, and (causal) of keys after the query, set to -inf."""
+    rows = q0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+    cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+    keep = gl.expand_dims(cols < N, 0)
+    if CAUSAL:
+        keep = keep & (gl.expand_dims(rows, 1) >= gl.expand_dims(cols, 0))
+    return gl.where(keep, s, float("-inf"))
+
+
+@gluon.jit
+def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
+              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
+              C: gl.constexpr, CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr,
+              BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+    """Consumer warpgroup C: BLOCK_M query rows of each tile, S and O in registers, P handed to wgmma in registers."""
+    CTA_M: gl.constexpr = NC * BLOCK_M
+    dtype: gl.constexpr = q_desc.dtype
+    # wgmma accumulator layouts: 4 warps along M (m64 per instruction), the whole tile width along N
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_D, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+
+    pid = gl.program_id(0)
+    nprog = gl.num_programs(0)
+    zero_s = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)   # ignored (use_acc=False): the type of S
+    kv_count = 0
+    tile_count = 0
+    turn_count = 0                                   # ping-pong turns taken: parity of the turn barrier
+    FIRST: gl.constexpr = 1 if C == 0 else 0         # consumer 0 starts: its first wait passes at once
+    for t in range(pid, n_tiles, nprog):
+        bh, mblk = _tile_coords(t, BH, n_mblk)
+        q0 = mblk * CTA_M + C * BLOCK_M              # first query row (within the head) of this warpgroup
+        n_kv = _num_kv_tiles(mblk, N, CAUSAL, CTA_M, BLOCK_N)
+        q_smem = q_bufs.index(C)
+        mbarrier.wait(q_ready.index(C), tile_count & 1)
+
+        m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, row_s)   # running row max (log2 units)
+        l_i = gl.zeros([BLOCK_M], gl.float32, row_s)                 # running row sum of exp
+        acc = gl.zeros([BLOCK_M, HEAD_D], gl.float32, o_layout)      # running unnormalised O
+
+        # ---- tile 0: S_0 = Q K_0ᵀ alone (there is no P yet) ----
+        s_idx = kv_count % STAGES
+        mbarrier.wait(k_ready.index(s_idx), (kv_count // STAGES) & 1)
+        if PINGPONG:
+            mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
+        sc = warpgroup_mma(q_smem, k_bufs.index(s_idx).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        if PINGPONG:
+            mbarrier.arrive(turn.index((C + 1) % NC))
+            turn_count += 1
+        sc = warpgroup_mma_wait(0, deps=(sc,))
+        mbarrier.arrive(k_empty.index(s_idx))        # this warpgroup is done reading K_0
+        if _needs_mask(q0, 0, N, CAUSAL, BLOCK_N):
+            sc = _masked_scores(sc, q0, 0, N, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
+        m_i = gl.max(sc, 1) * qk_scale
+        p = gl.exp2(sc * qk_scale - gl.expand_dims(m_i, 1))
+        l_i = gl.sum(p, 1)
+        p16 = gl.convert_layout(p.to(dtype), p_layout)
+        prev = s_idx
+        prev_ph = (kv_count // STAGES) & 1
+        kv_count += 1
+
+        # ---- tiles 1..n_kv-1: issue S_j and O += P_{j-1} V_{j-1}; softmax(S_j) while PV runs ----
+        for j in range(1, n_kv):
+            s_idx = kv_count % STAGES
+            mbarrier.wait(k_ready.index(s_idx), (kv_count // STAGES) & 1)
+            if PINGPONG:
+                mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
+            sc = warpgroup_mma(q_smem, k_bufs.index(s_idx).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+            mbarrier.wait(v_ready.index(prev), prev_ph)
+            acc = warpgroup_mma(p16, v_bufs.index(prev), acc, is_async=True)
+            if PINGPONG:
+                mbarrier.arrive(turn.index((C + 1) % NC))
+                turn_count += 1
+            sc = warpgroup_mma_wait(1, deps=(sc,))   # S_j done; the PV group may still run
+            mbarrier.arrive(k_empty.index(s_idx))
+            if _needs_mask(q0, j, N, CAUSAL, BLOCK_N):
+                sc = _masked_scores(sc, q0, j, N, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
+            m_new = gl.maximum(m_i, gl.max(sc, 1) * qk_scale)
+            p = gl.exp2(sc * qk_scale - gl.expand_dims(m_new, 1))
+            alpha = gl.exp2(m_i - m_new)             # rescales what was summed so far
+            l_i = l_i * alpha + gl.sum(p, 1)
+            m_i = m_new
+            # P_{j-1} stays in deps so that its registers live until the PV group that reads them is done
+            acc, p16 = warpgroup_mma_wait(0, deps=(acc, p16))
+            mbarrier.arrive(v_empty.index(prev))     # this warpgroup is done reading V_{j-1}
+            acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
+            p16 = gl.convert_layout(p.to(dtype), p_layout)
+            prev = s_idx
+            prev_ph = (kv_count // STAGES) & 1
+            kv_count += 1
+
+        mbarrier.arrive(q_empty.index(C))            # the last QKᵀ of this tile is done: Q may be refilled
+        # ---- the last PV product ----
+        mbarrier.wait(v_ready.index(prev), prev_ph)
+        acc = warpgroup_mma(p16, v_bufs.index(prev), acc, is_async=True)
+        acc, p16 = warpgroup_mma_wait(0, deps=(acc, p16))
+        mbarrier.arrive(v_empty.index(prev))
+
+        # ---- epilogue: O = acc / l, LSE = ln(sum exp) ----
+        acc = acc / gl.expand_dims(gl.convert_layout(l_i, row_o), 1)
+        rows_o = q0 + gl.arange(0, BLOCK_M, layout=row_o)
+        cols_o = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, o_layout))
+        row_off = (bh * N + rows_o).to(gl.int64) * HEAD_D
+        o_ptrs = o_ptr + gl.expand_dims(row_off, 1) + gl.expand_dims(cols_o, 0)
+        o_mask = gl.expand_dims(rows_o < N, 1) & gl.expand_dims(cols_o < HEAD_D, 0)
+        # writes O once: BLOCK_M*d elements per warpgroup per tile (rows past N dropped)
+        gl.store(o_ptrs, acc.to(dtype), mask=o_mask)
+        rows_s = q0 + gl.arange(0, BLOCK_M, layout=row_s)
+        lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
+        # writes LSE once: BLOCK_M fp32 per warpgroup per tile
+        gl.store(lse_ptr + bh * N + rows_s, lse, mask=rows_s < N)
+        tile_count += 1
+
+
+@gluon.jit
+def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
+                  CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                  HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    """Allocate the shared-memory ring and the mbarriers, then fork into producer and consumer partitions."""
+    gl.static_assert(NC == 2, "two consumer warpgroups")
+    dtype: gl.constexpr = q_desc.dtype
+    q_bufs = gl.allocate_shared_memory(dtype, [NC, BLOCK_M, HEAD_D], q_desc.layout)
+    k_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_D], k_desc.layout)
+    v_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_D], v_desc.layout)
+    q_ready = gl.allocate_shared_memory(gl.int64, [NC, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [NC, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [NC, 1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NC):
+        mbarrier.init(q_ready.index(i), count=1)     # completed by the TMA byte count
+        mbarrier.init(q_empty.index(i), count=1)     # consumer i
+        mbarrier.init(turn.index(i), count=1)        # the consumer before i in the ping-pong ring
+    for i in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=NC)    # every consumer releases the slot
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(v_empty.index(i), count=NC)
+    fence_async_shared()
+
+    gl.warp_specialize([
+        (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                     v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
+                     0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+        (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                     v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
+                     1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+        (_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                     v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
+                     CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+    ], [4, 1], [CONSUMER_REGS, 24])

@@ -1,0 +1,173 @@
+"""Online softmax: one row, one block at a time, and the merge that makes it parallel (chapters 04 and 11).
+
+Softmax of a row x needs two numbers before it can normalise anything: the maximum m = max x (for numerical
+safety) and the denominator l = Σ e^(x − m). Read the row in blocks and both can be kept *running*
+(Milakov & Gimelshein 2018):
+
+    m_new = max(m, max(block))
+    l_new = l · e^(m − m_new) + Σ e^(block − m_new)          # rescale the old sum to the new max
+
+So ``l`` is always the denominator *relative to the running max* (base e). The seed's worked example, scores
+``[1, 3]`` then ``[2, 5]``::
+
+    after [1, 3]:  m = 3, l = e^(1−3) + e^(3−3)              = 1.135
+    after [2, 5]:  m = 5, l = 1.135·e^(3−5) + e^(2−5) + e^0  = 1.203
+    one shot:      e^(1−5) + e^(3−5) + e^(2−5) + e^(5−5)      = 1.203   (the same number)
+
+Two partial results combine with an associative, commutative merge, which is why blocks can be processed in any
+order, on any SM, and why FlashAttention can split the row over tiles::
+
+    (m_a, l_a) ⊕ (m_b, l_b) = (M, l_a·e^(m_a − M) + l_b·e^(m_b − M)),  M = max(m_a, m_b)
+
+Two demo switches show what goes wrong without the tricks:
+
+- ``subtract_max=False`` (chapter 04): l = Σ e^x directly. In fp16, e^x overflows to inf for x > 11.09.
+- ``rescale=False`` (chapter 11, the classic bug): the old l is not multiplied by e^(m − m_new) when the max
+  grows, so l comes out too large as soon as a later block raises the max.
+
+>>> [round(s.l, 3) for s in online_softmax_blocks([1, 3, 2, 5], block=2)]
+[1.135, 1.203]
+>>> round(one_shot_softmax_stats([1, 3, 2, 5]).l, 3)
+1.203
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterator, NamedTuple, Sequence
+
+import numpy as np
+
+from flashsim.model.dtypes import canonical_dtype, round_to
+from flashsim.errors import FlashsimError
+
+#: the seed's worked example (chapter 04): two blocks of scores for one query row
+WORKED_EXAMPLE_BLOCKS = ([1.0, 3.0], [2.0, 5.0])
+
+
+class SoftmaxStats(NamedTuple):
+    """The running statistics of a softmax row: max m and denominator l = Σ e^(x − m)."""
+
+    m: float
+    l: float
+
+
+class OnlineStep(NamedTuple):
+    """State after one block: which block, its own stats (m̃, l̃), and the running (m, l)."""
+
+    block: int
+    block_m: float
+    block_l: float
+    m: float
+    l: float
+
+
+def merge(a: Sequence[float], b: Sequence[float]) -> SoftmaxStats:
+    """Combine two partial softmax statistics (m_a, l_a) ⊕ (m_b, l_b); associative and commutative.
+
+    An empty part is (-inf, 0), the identity: merge(a, (-inf, 0)) == a.
+
+    >>> merge((3.0, 1.0), (5.0, 1.0)).m
+    5.0
+    """
+    m_a, l_a = float(a[0]), float(a[1])
+    m_b, l_b = float(b[0]), float(b[1])
+    m = max(m_a, m_b)
+    if m == -math.inf:  # both empty
+        return SoftmaxStats(m, 0.0)
+    # e^(−inf − M) = 0: an empty side contributes nothing
+    return SoftmaxStats(m, l_a * math.exp(m_a - m) + l_b * math.exp(m_b - m))
+
+
+def one_shot_softmax_stats(x: Sequence[float]) -> SoftmaxStats:
+    """(max x, Σ e^(x − max x)) computed in float64 over the whole row: what the online version must match."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        return SoftmaxStats(-math.inf, 0.0)
+    m = float(x.max())
+    return SoftmaxStats(m, float(np.exp(x - m).sum()))
+
+
+def online_softmax_blocks(x: Sequence[float], block: int, *, subtract_max: bool = True, rescale: bool = True,
+                          dtype: str | None = None) -> Iterator[OnlineStep]:
+    """Read row `x` `block` entries at a time; yield the running (m, l) after each block.
+
+    dtype: None computes in float64 (the textbook numbers); "fp32", "fp16" or "bf16" rounds every stored value
+        (e^x, the block sum, the running l) to that dtype, as a kernel keeping its statistics in it would.
+    subtract_max: False drops the max subtraction (l = Σ e^x, m stays 0): overflows in fp16 for x > 11.09.
+    rescale: False forgets to rescale the old l when the max grows: the chapter 11 bug.
+    """
+    block = int(block)
+    if block <= 0:
+        raise FlashsimError(f"block={block} must be a positive integer, e.g. block=2")
+    dt = canonical_dtype(dtype) if dtype is not None else None
+    x = np.asarray(x, dtype=np.float64).ravel()
+
+    def store(value):  # what the dtype would hold (float64 when dtype is None)
+        if dt is None:
+            return np.float64(value)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.float64(round_to(np.asarray([value], np.float32), dt)[0])
+
+    m, l = (-math.inf if subtract_max else 0.0), 0.0
+    for b, start in enumerate(range(0, x.size, block)):
+        xb = x[start:start + block]  # (block,)
+        if dt is not None:
+            xb = round_to(xb.astype(np.float32), dt).astype(np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if subtract_max:
+                block_m = float(xb.max())
+                m_new = max(m, block_m)
+                exps = np.array([store(e) for e in np.exp(xb - m_new)])  # e^(x − m_new) ≤ 1, each stored
+                block_l = store(float(np.array([store(e) for e in np.exp(xb - block_m)]).sum()))
+                old = l * math.exp(m - m_new) if (rescale and m != -math.inf) else l
+                l = store(store(old) + store(exps.sum()))
+                m = m_new
+            else:
+                block_m = 0.0
+                exps = np.array([store(e) for e in np.exp(xb)])  # e^x: inf in fp16 once x > 11.09
+                block_l = store(exps.sum())
+                l = store(l + block_l)
+        yield OnlineStep(b, float(block_m), float(block_l), float(m), float(l))
+
+
+def online_softmax(x: Sequence[float], block: int, **kwargs) -> np.ndarray:
+    """Softmax of row `x` from the final online (m, l): p = e^(x − m) / l (float64, or the dtype if given)."""
+    last = None
+    for last in online_softmax_blocks(x, block, **kwargs):
+        pass
+    x = np.asarray(x, dtype=np.float64).ravel()
+    if last is None:
+        return x.copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.exp(x - last.m) / last.l
+
+
+def online_attention_row(scores: Sequence[float], values: np.ndarray, block: int, *, rescale: bool = True
+                         ) -> Iterator[tuple[float, float, np.ndarray]]:
+    """One query row of attention, online: yield (m, l, o) after each block, o = Σ e^(s − m)·v / l so far.
+
+    values: (N, d) rows matching `scores` (N,). With rescale=False the old o and l are not rescaled when the max
+    grows (chapter 11's bug): the result is wrong exactly when a later block holds a larger score.
+    """
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    v = np.asarray(values, dtype=np.float64).reshape(s.size, -1)  # (N, d)
+    block = int(block)
+    if block <= 0:
+        raise FlashsimError(f"block={block} must be a positive integer, e.g. block=2")
+    m, l = -math.inf, 0.0
+    acc = np.zeros(v.shape[1])  # (d,) unnormalised Σ e^(s − m) v
+    for start in range(0, s.size, block):
+        sb, vb = s[start:start + block], v[start:start + block]  # (B,), (B, d)
+        m_new = max(m, float(sb.max()))
+        alpha = math.exp(m - m_new) if (rescale and m != -math.inf) else 1.0
+        p = np.exp(sb - m_new)  # (B,)
+        l = l * alpha + float(p.sum())
+        acc = acc * alpha + p @ vb
+        m = m_new
+        yield m, l, acc / l
+
+
+def worked_example() -> list[OnlineStep]:
+    """The seed's example: [1, 3] then [2, 5] → l = 1.135, then 1.203 (= the one-shot denominator)."""
+    x = [s for blk in WORKED_EXAMPLE_BLOCKS for s in blk]
+    return list(online_softmax_blocks(x, block=len(WORKED_EXAMPLE_BLOCKS[0])))

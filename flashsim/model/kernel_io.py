@@ -1,0 +1,391 @@
+"""The simulator's kernel view: the global-memory bytes each Triton kernel of :mod:`flashsim.kernels` requests.
+
+For the same N, d, blocks, causal flag and dtype as a kernel launch, :func:`kernel_io` predicts in closed form
+the bytes the kernel loads and stores (counting only elements whose mask is true, exactly as the interpreter's
+:func:`flashsim.measure.count_io` counts them), per launch and per tensor. :func:`kernel_dram` feeds the same
+kernel's tile trace (:func:`kernel_trace`) through the L2 model of :mod:`flashsim.model.l2` to predict the bytes that
+reach DRAM.
+
+Kernels and their shapes (``kernel`` names, as the CLI spells them):
+
+* ``flash_fwd``: Q, K, V (batch, heads, n, d) -> O, LSE. One launch.
+* ``flash_bwd``: three launches (preprocess, dK/dV, dQ). With ``dq_mode="atomic"`` (the opt-in FA2 backward,
+  see :mod:`flashsim.kernels.flash_bwd`): two launches, preprocess and ``_bwd_dkdv``, which then also adds each Q
+  row block's dQ share into an fp32 dQ buffer with ``tl.atomic_add`` once per K/V row block that sees it. An
+  atomic add is a read-modify-write done in L2: its fp32 elements are counted both as load bytes and as store
+  bytes of ``DQ`` (as :func:`flashsim.measure.count_io` counts them).
+  The final cast of that buffer to q's dtype is a torch op, not a Triton launch, and is not counted.
+* ``naive``: three launches (S = Q Kᵀ, softmax, P V); S and P fp32 (batch, heads, n, n), written in full
+  also when causal (only the Q Kᵀ products and P V tiles above the diagonal are skipped).
+* ``tiled_matmul``: A (n, d) @ B (d, n) -> C (n, n), ``block_k`` (default 32) along d; causal: C's tiles on or
+  below the diagonal.
+* ``online_softmax``: X (n, n) -> P (n, n), LSE (n,); causal skips column tiles past the diagonal.
+
+>>> kernel_io("flash_fwd", n=256, d=64, block_m=32, block_n=32, dtype="fp16").load_bytes
+557056
+>>> kernel_io("flash_fwd", n=256, d=64, block_m=32, block_n=32, dtype="fp16", causal=True).load_bytes
+327680
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flashsim.model.dtypes import dtype_bytes
+from flashsim.errors import FlashsimError
+from flashsim.model.l2 import Access, L2Result, simulate_l2
+
+KERNELS = ("naive", "tiled_matmul", "online_softmax", "flash_fwd", "flash_bwd")
+F32 = 4
+#: flash_bwd's two backward variants (see :func:`flashsim.kernels.flash_backward`)
+DQ_MODES = ("separate", "atomic")
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _rows(i: int, block: int, n: int) -> int:
+    """Valid rows of block i of a length-n axis tiled by `block`."""
+    return max(0, min(block, n - i * block))
+
+
+def _causal_kv_rows(i: int, bm: int, bn: int, n: int) -> int:
+    """K/V rows a causal Q row block i loads: whole BLOCK_N tiles up to the diagonal, masked at n."""
+    hi = min((i + 1) * bm, n)
+    return min(cdiv(hi, bn) * bn, n)
+
+
+@dataclass
+class LaunchIO:
+    """Predicted bytes of one kernel launch. ``loads``/``stores`` map kernel argument name -> bytes."""
+    name: str
+    loads: dict = field(default_factory=dict)
+    stores: dict = field(default_factory=dict)
+
+    @property
+    def load_bytes(self) -> int:
+        return sum(self.loads.values())
+
+    @property
+    def store_bytes(self) -> int:
+        return sum(self.stores.values())
+
+    def add(self, kind: str, tensor: str, nbytes: int) -> None:
+        d = self.loads if kind == "load" else self.stores
+        d[tensor] = d.get(tensor, 0) + int(nbytes)
+
+
+@dataclass
+class KernelIO:
+    """Predicted bytes of a kernel (all its launches)."""
+    kernel: str
+    launches: list
+
+    @property
+    def load_bytes(self) -> int:
+        return sum(l.load_bytes for l in self.launches)
+
+    @property
+    def store_bytes(self) -> int:
+        return sum(l.store_bytes for l in self.launches)
+
+    def per_tensor(self) -> dict:
+        """{launch name: {"loads": {...}, "stores": {...}}}."""
+        return {l.name: {"loads": dict(l.loads), "stores": dict(l.stores)} for l in self.launches}
+
+
+def _check(kernel, n, d, block_m, block_n, dtype):
+    if kernel not in KERNELS:
+        raise FlashsimError(f"unknown kernel {kernel!r}: use one of {list(KERNELS)}")
+    for name, v in (("n", n), ("d", d), ("block_m", block_m), ("block_n", block_n)):
+        if not isinstance(v, int) or v < 1:
+            raise FlashsimError(f"{name}={v!r} must be a positive integer")
+    return dtype_bytes(dtype)
+
+
+def _check_dq_mode(kernel, dq_mode):
+    if dq_mode not in DQ_MODES:
+        raise FlashsimError(f"dq_mode={dq_mode!r}: use one of {list(DQ_MODES)}")
+    if dq_mode != "separate" and kernel != "flash_bwd":
+        raise FlashsimError(f"dq_mode={dq_mode!r} applies to kernel 'flash_bwd' only, not {kernel!r}")
+
+
+def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
+              batch: int = 1, heads: int = 1, block_k: int = 32, dq_mode: str = "separate") -> KernelIO:
+    """Closed-form bytes each launch of ``kernel`` requests from global memory (see the module docstring).
+
+    ``dq_mode`` ("separate" or "atomic", flash_bwd only): which backward; atomic adds to dQ count as fp32 load
+    and store bytes of ``DQ``.
+    """
+    es = _check(kernel, n, d, block_m, block_n, dtype)
+    _check_dq_mode(kernel, dq_mode)
+    bh = batch * heads
+    N, bm, bn = n, block_m, block_n
+    tm, tn = cdiv(N, bm), cdiv(N, bn)
+    nd = N * d * es
+    if causal:
+        kv_rows = sum(_causal_kv_rows(i, bm, bn, N) for i in range(tm))     # K/V rows loaded over all Q blocks
+    else:
+        kv_rows = tm * N
+    launches = []
+    if kernel == "flash_fwd":
+        L = LaunchIO("_flash_fwd_kernel")
+        L.add("load", "Q", bh * nd)
+        L.add("load", "K", bh * kv_rows * d * es)
+        L.add("load", "V", bh * kv_rows * d * es)
+        L.add("store", "O", bh * nd)
+        L.add("store", "LSE", bh * N * F32)
+        launches = [L]
+    elif kernel == "flash_bwd":
+        P = LaunchIO("_bwd_preprocess")
+        P.add("load", "O", bh * nd)
+        P.add("load", "DO", bh * nd)
+        P.add("store", "DELTA", bh * N * F32)
+        KV = LaunchIO("_bwd_dkdv")
+        KV.add("load", "K", bh * nd)
+        KV.add("load", "V", bh * nd)
+        if causal:
+            q_rows = sum(N - (j * bn // bm) * bm for j in range(tn))
+        else:
+            q_rows = tn * N
+        KV.add("load", "Q", bh * q_rows * d * es)
+        KV.add("load", "LSE", bh * q_rows * F32)
+        KV.add("load", "DO", bh * q_rows * d * es)
+        KV.add("load", "DELTA", bh * q_rows * F32)
+        if dq_mode == "atomic":
+            KV.add("load", "DQ", bh * q_rows * d * F32)       # atomic add: reads dQ (fp32) in L2 ...
+            KV.add("store", "DQ", bh * q_rows * d * F32)      # ... and writes it back, once per K/V row block
+        KV.add("store", "DK", bh * nd)
+        KV.add("store", "DV", bh * nd)
+        launches = [P, KV]                               # dq_mode="atomic": dQ came from the K/V pass
+        if dq_mode == "separate":
+            DQ = LaunchIO("_bwd_dq")
+            DQ.add("load", "Q", bh * nd)
+            DQ.add("load", "DO", bh * nd)
+            DQ.add("load", "LSE", bh * N * F32)
+            DQ.add("load", "DELTA", bh * N * F32)
+            DQ.add("load", "K", bh * kv_rows * d * es)
+            DQ.add("load", "V", bh * kv_rows * d * es)
+            DQ.add("store", "DQ", bh * nd)
+            launches.append(DQ)
+    elif kernel == "naive":
+        S = LaunchIO("_scores_kernel")
+        q_rows = k_rows = 0
+        for i in range(tm):
+            for j in range(tn):
+                if causal and j * bn > i * bm + bm - 1:
+                    continue
+                q_rows += _rows(i, bm, N)
+                k_rows += _rows(j, bn, N)
+        S.add("load", "Q", bh * q_rows * d * es)
+        S.add("load", "K", bh * k_rows * d * es)
+        S.add("store", "S", bh * N * N * F32)           # causal too: tiles above the diagonal store -inf
+        SM = LaunchIO("_softmax_kernel")
+        SM.add("load", "S", bh * N * N * F32)
+        SM.add("store", "P", bh * N * N * F32)
+        PV = LaunchIO("_pv_kernel")
+        p_el = sum(_rows(i, bm, N) * (_causal_kv_rows(i, bm, bn, N) if causal else N) for i in range(tm))
+        PV.add("load", "P", bh * p_el * F32)
+        PV.add("load", "V", bh * kv_rows * d * es)
+        PV.add("store", "O", bh * nd)
+        launches = [S, SM, PV]
+    elif kernel == "tiled_matmul":
+        M, K, Nc = N, d, N
+        L = LaunchIO("_matmul_kernel")
+        a_rows = b_cols = 0
+        for i in range(tm):
+            for j in range(tn):
+                if causal and j * bn > i * bm + bm - 1:
+                    continue
+                a_rows += _rows(i, bm, M)
+                b_cols += _rows(j, bn, Nc)
+        L.add("load", "A", a_rows * K * es)
+        L.add("load", "B", b_cols * K * es)
+        L.add("store", "C", (sum(_rows(i, bm, M) * _rows(j, bn, Nc) for i in range(tm) for j in range(tn)
+                                 if not (causal and j * bn > i * bm + bm - 1))) * es)
+        launches = [L]
+    elif kernel == "online_softmax":
+        elems = sum(_rows(i, bm, N) * (_causal_kv_rows(i, bm, bn, N) if causal else N) for i in range(tm))
+        L = LaunchIO("_online_softmax_kernel")
+        L.add("load", "X", 2 * elems * es)
+        L.add("store", "P", elems * es)
+        L.add("store", "LSE", N * F32)
+        launches = [L]
+    return KernelIO(kernel, launches)
+
+
+# --- tile traces for the L2 model ---------------------------------------------------------------------------
+
+def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
+                 batch: int = 1, heads: int = 1, block_k: int = 32, softmax_rows: int | None = None,
+                 dq_mode: str = "separate"):
+    """Per launch: (launch name, list of programs in launch order, each a list of :class:`flashsim.model.l2.Access`).
+
+    Tile byte counts are the masked bytes of each load/store, so each launch's trace sums to :func:`kernel_io`.
+    (``dq_mode="atomic"``: each atomic add to dQ is one read and one write access of its fp32 tile.)
+    """
+    es = _check(kernel, n, d, block_m, block_n, dtype)
+    _check_dq_mode(kernel, dq_mode)
+    bh_n = batch * heads
+    N, bm, bn = n, block_m, block_n
+    tm, tn = cdiv(N, bm), cdiv(N, bn)
+
+    def kv_blocks(i):
+        hi = min((i + 1) * bm, N) if causal else N
+        return range(cdiv(hi, bn))
+
+    out = []
+    # causal flash_fwd and _bwd_dq launch their Q row blocks last first (the longest programs first)
+    q_order = range(tm - 1, -1, -1) if causal else range(tm)
+    if kernel == "flash_fwd":
+        progs = []
+        for h in range(bh_n):
+            for i in q_order:
+                r = _rows(i, bm, N)
+                p = [Access(("Q", h, i), r * d * es)]
+                for j in kv_blocks(i):
+                    c = _rows(j, bn, N) * d * es
+                    p += [Access(("K", h, j), c), Access(("V", h, j), c)]
+                p += [Access(("O", h, i), r * d * es, True), Access(("LSE", h, i), r * F32, True)]
+                progs.append(p)
+        out.append(("_flash_fwd_kernel", progs))
+    elif kernel == "flash_bwd":
+        pre = []
+        for h in range(bh_n):
+            for i in range(tm):
+                r = _rows(i, bm, N)
+                pre.append([Access(("O", h, i), r * d * es), Access(("DO", h, i), r * d * es),
+                            Access(("DELTA", h, i), r * F32, True)])
+        out.append(("_bwd_preprocess", pre))
+        dkdv = []
+        for h in range(bh_n):
+            for j in range(tn):
+                c = _rows(j, bn, N)
+                p = [Access(("K", h, j), c * d * es), Access(("V", h, j), c * d * es)]
+                lo = (j * bn // bm) if causal else 0
+                for i in range(lo, tm):
+                    r = _rows(i, bm, N)
+                    p += [Access(("Q", h, i), r * d * es), Access(("LSE", h, i), r * F32),
+                          Access(("DO", h, i), r * d * es), Access(("DELTA", h, i), r * F32)]
+                p += [Access(("DK", h, j), c * d * es, True), Access(("DV", h, j), c * d * es, True)]
+                dkdv.append(p)
+        if dq_mode == "atomic":
+            for p in dkdv:       # after each Q block's DELTA read: an atomic read-modify-write of its dQ tile
+                q_at = [i for i, a in enumerate(p) if a.key[0] == "DELTA"]
+                for i in reversed(q_at):
+                    key = ("DQ",) + p[i].key[1:]
+                    r = p[i].nbytes // F32
+                    p[i + 1:i + 1] = [Access(key, r * d * F32), Access(key, r * d * F32, True)]
+            out.append(("_bwd_dkdv", dkdv))
+            return out
+        out.append(("_bwd_dkdv", dkdv))
+        dq = []
+        for h in range(bh_n):
+            for i in q_order:
+                r = _rows(i, bm, N)
+                p = [Access(("Q", h, i), r * d * es), Access(("DO", h, i), r * d * es),
+                     Access(("LSE", h, i), r * F32), Access(("DELTA", h, i), r * F32)]
+                for j in kv_blocks(i):
+                    c = _rows(j, bn, N) * d * es
+                    p += [Access(("K", h, j), c), Access(("V", h, j), c)]
+                p.append(Access(("DQ", h, i), r * d * es, True))
+                dq.append(p)
+        out.append(("_bwd_dq", dq))
+    elif kernel == "naive":
+        sc = []
+        for h in range(bh_n):
+            for j in range(tn):
+                for i in range(tm):
+                    r, c = _rows(i, bm, N), _rows(j, bn, N)
+                    if causal and j * bn > i * bm + bm - 1:
+                        sc.append([Access(("S", h, i, j), r * c * F32, True)])
+                        continue
+                    sc.append([Access(("Q", h, i), r * d * es), Access(("K", h, j), c * d * es),
+                               Access(("S", h, i, j), r * c * F32, True)])
+        out.append(("_scores_kernel", sc))
+        rows = softmax_rows if softmax_rows else max(1, min(16, 16384 // (1 << max(0, N - 1).bit_length())))
+        sm = []
+        for h in range(bh_n):
+            for i in range(cdiv(N, rows)):
+                el = (min(N, (i + 1) * rows) - i * rows) * N
+                sm.append([Access(("S", h, i), el * F32), Access(("P", h, i), el * F32, True)])
+        out.append(("_softmax_kernel", sm))
+        pv = []
+        for h in range(bh_n):
+            for i in range(tm):
+                r = _rows(i, bm, N)
+                p = []
+                for j in kv_blocks(i):
+                    c = _rows(j, bn, N)
+                    p += [Access(("P", h, i, j), r * c * F32), Access(("V", h, j), c * d * es)]
+                p.append(Access(("O", h, i), r * d * es, True))
+                pv.append(p)
+        out.append(("_pv_kernel", pv))
+    elif kernel == "tiled_matmul":
+        progs = []
+        for j in range(tn):
+            for i in range(tm):
+                if causal and j * bn > i * bm + bm - 1:
+                    progs.append([])
+                    continue
+                r, c = _rows(i, bm, N), _rows(j, bn, N)
+                p = []
+                for k0 in range(0, d, block_k):
+                    kk = min(block_k, d - k0)
+                    p += [Access(("A", i, k0), r * kk * es), Access(("B", k0, j), kk * c * es)]
+                p.append(Access(("C", i, j), r * c * es, True))
+                progs.append(p)
+        out.append(("_matmul_kernel", progs))
+    elif kernel == "online_softmax":
+        progs = []
+        for i in range(tm):
+            r = _rows(i, bm, N)
+            tiles = []
+            for j in kv_blocks(i):
+                tiles.append((j, r * _rows(j, bn, N)))
+            p = [Access(("X", i, j), el * es) for j, el in tiles]
+            p += [a for j, el in tiles for a in (Access(("X", i, j), el * es), Access(("P", i, j), el * es, True))]
+            p.append(Access(("LSE", i), r * F32, True))
+            progs.append(p)
+        out.append(("_online_softmax_kernel", progs))
+    return out
+
+
+#: Programs resident per SM assumed by the L2 model. The flash kernels at GPU block sizes (BLOCK_M=128, d=128,
+#: K/V tiles double/triple-buffered) use ~100-130 KB of shared memory and most of the register file: one program
+#: per SM. Calibrated: with 2, the single-head N=65536/131072 forward cases miss ncu's DRAM bytes by 44-45%; with
+#: 1 they agree within 1% (benchmarks/results/kernels_h200_*.md).
+PROGRAMS_PER_SM = 1
+
+#: Fraction of the L2 that holds data all SMs share. H100/H200 split the L2 into two partitions; a line one SM
+#: reads from the far partition is also kept in the near one, so data read by every SM (K/V tiles) fills both
+#: halves: about half the L2 is usable for it. Calibrated on the H200: with 1.0 the N=65536 single-head forward
+#: predicts DRAM bytes 69% low (K/V of 32 MB "fit" a 60 MB L2 but were re-read from DRAM every wave); with 0.5
+#: every flash case agrees within 4%.
+L2_SHARED_FRACTION = 0.5
+
+
+def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
+                batch: int = 1, heads: int = 1, block_k: int = 32, hardware="h200",
+                programs_per_sm: int = PROGRAMS_PER_SM, l2_fraction: float = L2_SHARED_FRACTION,
+                flush_writes: bool = False, dq_mode: str = "separate") -> dict:
+    """DRAM bytes of each launch predicted by the L2 model: {launch name: L2Result, ..., "total": L2Result}.
+
+    Each launch is simulated from a cold L2 with :func:`flashsim.model.l2.simulate_l2`, ``num_sms × programs_per_sm``
+    programs resident and ``l2_bytes × l2_fraction`` of cache. ``flush_writes=False`` (the default) counts the
+    writes evicted to DRAM while the kernel runs, which is what Nsight Compute measures for one kernel: dirty
+    lines still in L2 when it ends are written back later, outside its measurement. ``flush_writes=True``
+    charges every written byte to the kernel (each write reaches DRAM once eventually).
+    """
+    from flashsim.model.hardware import get_device
+    hw = get_device(hardware)
+    res = {}
+    total = L2Result()
+    cap = max(1, int(hw.l2_bytes * l2_fraction))
+    for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k,
+                                    dq_mode=dq_mode):
+        r = simulate_l2(progs, cap, hw.num_sms * programs_per_sm, flush_writes=flush_writes)
+        res[name] = r
+        total = total + r
+    res["total"] = total
+    return res

@@ -1,0 +1,114 @@
+"""Chapter 03: tiled QKᵀ stepper, tiling dashboard, exercises 03.1-03.3 (incl. an off-by-one block)."""
+import math
+
+import pytest
+from matplotlib.figure import Figure
+
+import flashsim.exercises as ex
+import flashsim.plots as plots
+import flashsim.widgets as widgets
+from flashsim.model.dtypes import dtype_bytes
+from flashsim.errors import FlashsimError
+from flashsim.solutions import ch03 as sol
+
+
+def test_tiled_qkt_stepper_matches_closed_form():
+    s = widgets.TiledQKtStepper(n=16, d=4, block_r=4, block_c=4)
+    last = s.update(step=s.n_steps - 1)
+    want = ex.tiled_qkt_bytes(16, 4, 4, 4, "fp16")
+    assert last["read_by_tensor"] == want["read"] and last["write_by_tensor"] == want["write"]
+    s.update(step=7)
+    assert s.state["phase"] == "row block i = 0"
+    assert isinstance(s.figure(), Figure)
+    with pytest.raises(FlashsimError):
+        widgets.TiledQKtStepper(block_r=4, block_c=8)
+
+
+def test_tiling_dashboard_fit_and_error():
+    t = widgets.TilingDashboard(n=4096, d=64, sram_kib=228, block_r=64, block_c=64)
+    assert t.fits and t.error is None
+    assert t.paper_blocks == (64, 456)
+    t.update(sram_kib=48, block_r=256)
+    assert not t.fits and "48 KiB" in t.error and "block_r <= 64" in t.error
+    assert t.hbm_bytes(16) > t.hbm_bytes(64) > t.hbm_bytes(256)
+    with pytest.raises(FlashsimError):
+        t.update(block_r=100)
+    assert "does not fit" in t.readout()
+    assert isinstance(t.figure(), Figure)
+
+
+def test_plot_tiling_and_show():
+    assert isinstance(plots.plot_tiling({"a": 10, "b": 20}, 64, [8, 16], [3, 2], [True, False], 8), Figure)
+    pytest.importorskip("ipywidgets")
+    assert type(widgets.TiledQKtStepper().show()).__name__ == "VBox"
+    assert type(widgets.TilingDashboard().show()).__name__ == "VBox"
+
+
+def test_check_tiled_qkt_accepts_solution():
+    assert ex.check_tiled_qkt(sol.tiled_qkt, quiet=True)
+
+
+def test_check_tiled_qkt_rejects_off_by_one_block():
+    def off_by_one(mem, n, d, br, bc):
+        for i, r0 in enumerate(range(0, n - br, br)):           # misses the last row block
+            rows = slice(r0, min(r0 + br, n))
+            q = mem.load("Q", rows=rows, tile=(i,))
+            for j, c0 in enumerate(range(0, n, bc)):
+                cols = slice(c0, min(c0 + bc, n))
+                k = mem.load("K", rows=cols, tile=(j,))
+                mem.store("S", q @ k.T, rows=rows, cols=cols, tile=(i, j))
+                mem.free(f"K{(j,)}")
+            mem.free(f"Q{(i,)}")
+    v = ex.check_tiled_qkt(off_by_one, quiet=True)
+    assert not v and "never written" in v.message
+
+
+def test_check_tiled_qkt_rejects_reloading_q_and_leaking_sram():
+    def reload_q(mem, n, d, br, bc):
+        for i, r0 in enumerate(range(0, n, br)):
+            rows = slice(r0, min(r0 + br, n))
+            for j, c0 in enumerate(range(0, n, bc)):
+                q = mem.load("Q", rows=rows, tile=(i,))        # Q_i reloaded for every tile
+                cols = slice(c0, min(c0 + bc, n))
+                k = mem.load("K", rows=cols, tile=(j,))
+                mem.store("S", q @ k.T, rows=rows, cols=cols, tile=(i, j))
+                mem.free(f"K{(j,)}", f"Q{(i,)}")
+    v = ex.check_tiled_qkt(reload_q, quiet=True)
+    assert not v and "bytes read" in v.message
+
+    def never_free(mem, n, d, br, bc):
+        for i, r0 in enumerate(range(0, n, br)):
+            q = mem.load("Q", rows=slice(r0, min(r0 + br, n)), tile=(i,))
+            for j, c0 in enumerate(range(0, n, bc)):
+                k = mem.load("K", rows=slice(c0, min(c0 + bc, n)), tile=(j,))
+                mem.store("S", q @ k.T, rows=slice(r0, min(r0 + br, n)), cols=slice(c0, min(c0 + bc, n)),
+                          tile=(i, j))
+    v = ex.check_tiled_qkt(never_free, quiet=True)
+    assert not v and "SRAM overflow" in v.message
+
+
+def test_check_paper_blocks():
+    assert ex.check_paper_blocks(sol.paper_blocks, quiet=True)
+
+    def no_min(sram, d, dt):
+        bc = math.ceil(sram // dtype_bytes(dt) / (4 * d))
+        return bc, bc
+    assert not ex.check_paper_blocks(no_min, quiet=True)
+
+    def floor(sram, d, dt):
+        bc = (sram // dtype_bytes(dt)) // (4 * d)
+        return min(bc, d), bc
+    assert not ex.check_paper_blocks(floor, quiet=True)
+
+
+def test_paper_blocks_agree_with_resolve_blocks_before_rounding():
+    import flashsim
+    br, bc = sol.paper_blocks(228 * 1024, 64, "fp16")
+    assert (br, bc) == (64, 456)
+    t = flashsim.traffic("flash2", n=4096, d=64, device="h200")   # resolve_blocks: rule, then powers of two
+    assert (t.block_r, t.block_c) == (br, 1 << (bc.bit_length() - 1))
+
+
+def test_check_tile_fits():
+    assert ex.check_tile_fits(sol.tile_fits, quiet=True)
+    assert not ex.check_tile_fits(lambda br, bc, d, dt, s: (br + bc) * d * dtype_bytes(dt) <= s, quiet=True)

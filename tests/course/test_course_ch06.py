@@ -1,0 +1,64 @@
+"""Chapter 06 course code: the memory model and dashboard without a kernel, the measurement, figures, and the
+checkers on their solutions and on wrong answers."""
+import pytest
+
+from flashsim.course.ch06 import checks as ex
+from flashsim.course.ch06 import figures as plots
+from flashsim.solutions import ch06 as sol
+from flashsim.course.ch06.dashboards import (HBM_CAPACITY_BYTES, ContextMemoryDashboard, attention_memory_bytes,
+                                   max_context_for, measure_peak_memory)
+
+
+def test_memory_model():
+    n, d = 8192, 128
+    assert attention_memory_bytes("naive", n, d) - attention_memory_bytes("flash", n, d) == 2 * n * n * 2 - 4 * n
+    assert attention_memory_bytes("flash", 2 * n, d, 4) == 2 * attention_memory_bytes("flash", n, d, 4)
+    with pytest.raises(ValueError):
+        attention_memory_bytes("sparse", n, d)
+
+
+def test_max_context_is_the_largest_that_fits():
+    for algo in ("naive", "flash"):
+        n = max_context_for(HBM_CAPACITY_BYTES["a100"], algo, 64, 16)
+        assert attention_memory_bytes(algo, n, 64, 16) <= HBM_CAPACITY_BYTES["a100"]
+        assert attention_memory_bytes(algo, n + 1, 64, 16) > HBM_CAPACITY_BYTES["a100"]
+        assert n == sol.max_context_length(HBM_CAPACITY_BYTES["a100"], 64, 16, 2, algo)
+
+
+def test_context_dashboard_updates():
+    c = ContextMemoryDashboard()
+    before = dict(c.max_n)
+    c.update(device="a100", batch_heads=64)
+    assert c.max_n["naive"] < before["naive"] and c.max_n["flash"] > 20 * c.max_n["naive"]
+    assert "a100" in c.readout() and c.figure() is not None
+    with pytest.raises(ValueError):
+        c.update(device="tpu")
+    assert plots.figure_context_memory() is not None
+
+
+def test_measured_peak_memory_slopes():
+    m = measure_peak_memory(ns=(512, 1024, 2048), d=32)
+    assert m["naive"][2] / m["naive"][1] > 3.5          # quadratic
+    assert m["flash"][2] / m["flash"][1] < 2.2          # linear (or better)
+    for got, model in zip(m["naive"], m["naive_model"]):
+        assert abs(got / model - 1) < 0.05
+    assert plots.plot_peak_memory(m) is not None
+
+
+@pytest.mark.parametrize("check, good, bad", [
+    (ex.check_naive_numpy_peak_bytes, sol.naive_numpy_peak_bytes,
+     [sol.wrong_naive_numpy_peak_bytes_s_and_p, sol.wrong_naive_numpy_peak_bytes_linear]),
+    (ex.check_max_context_length, sol.max_context_length,
+     [sol.wrong_max_context_length_first_misfit, sol.wrong_max_context_length_one_head]),
+])
+def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, assert_verdicts):
+    assert_verdicts(check, good, bad)
+
+
+def test_context_dashboard_widgets():
+    pytest.importorskip("ipywidgets")
+    c = ContextMemoryDashboard()
+    c.show()
+    before = c._widgets["image"].value
+    c._widgets["device"].value = "t4"
+    assert c.device == "t4" and c._widgets["image"].value != before and "t4" in c._widgets["readout"].value

@@ -1,0 +1,91 @@
+"""Chapter 11: pitfalls dashboards (no Jupyter kernel), plots, and checkers on solutions and wrong answers."""
+import numpy as np
+
+from flashsim import plots, widgets
+from flashsim.course.ch05.checks import reference_attention
+from flashsim.course.ch11.checks import check_fair_reference, check_flash_flops, check_merge_partials
+from flashsim.solutions import ch11 as sol
+
+
+def test_short_sequences_win_shrinks():
+    short, long_ = widgets.short_sequence_times(128), widgets.short_sequence_times(8192)
+    assert short["core_speedup"] < long_["core_speedup"]
+    assert short["layer_speedup"] < 1.2 < 3.0 < long_["layer_speedup"]
+    dash = widgets.ShortSequenceDashboard(n=512)
+    dash.update(n=8192, heads=32)
+    assert dash.current["n"] == 8192 and dash.current["heads"] == 32
+    assert "whole layer" in dash.readout()
+    assert dash.figure() is not None
+
+
+def test_mismatch_diagnoses():
+    ex = widgets.MismatchExplorer(n=64, d=16)
+    assert ex.current["diagnosis"].startswith("ROUNDING ONLY")
+    ex.update(ref_causal=False)
+    assert ex.current["diagnosis"].startswith("MASK MISMATCH")
+    row = ex.current["row_error"]
+    assert row[0] > 0.1 and row[-1] < 1e-2          # O(1) first rows, ~0 at the last row
+    ex.update(ref_causal=True, flash_dtype="bf16", ref_dtype="fp32", ref_on_rounded_inputs=False)
+    assert ex.current["diagnosis"].startswith("ROUNDING ONLY")
+    assert ex.figure() is not None
+    try:
+        ex.update(bogus=1)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("unknown setting accepted")
+
+
+def test_rescale_drift_depends_on_the_data():
+    early = widgets.rescale_drift(trend=-12.0)
+    late = widgets.rescale_drift(trend=12.0)
+    assert early["final_err_bug"] < 1e-12 and late["final_err_bug"] > 1e-2
+    assert late["final_err_ok"] < 1e-12
+    dash = widgets.RescaleDriftDashboard()
+    dash.update(block=64, trend=8.0)
+    assert dash.current["block"] == 64 and dash.figure() is not None
+
+
+def test_flops_sweep_is_quadratic():
+    s = widgets.flops_sweep((256, 512), d=64)
+    assert s["naive"] == s["flash"]
+    assert s["flash"][1] == 4 * s["flash"][0]
+    assert plots.plot_flops_vs_n(s) is not None
+
+
+def test_fair_reference_checker():
+    assert check_fair_reference(sol.fair_reference)
+    assert not check_fair_reference(lambda q, k, v: reference_attention(q, k, v))        # wrong mask (none)
+    assert not check_fair_reference(lambda q, k, v: reference_attention(q, k, v, causal=True)[:-1])  # wrong shape
+
+
+def test_merge_checker():
+    assert check_merge_partials(sol.merge_partials)
+
+    def missing_rescale(a, b):
+        l = a[1] + b[1]
+        return np.maximum(a[0], b[0]), l, (a[1][:, None] * a[2] + b[1][:, None] * b[2]) / l[:, None]
+    v = check_merge_partials(missing_rescale)
+    assert not v and "rescale" in v.message
+
+
+def test_flops_checker():
+    assert check_flash_flops(sol.flash_forward_flops)
+    assert not check_flash_flops(lambda n, d, br, bc, causal: 4 * n * n * d)               # causal ignored
+    assert not check_flash_flops(lambda n, d, br, bc, causal: 4 * n * n * d // (2 if causal else 1))  # exact half
+    assert not check_flash_flops(lambda n, d, br, bc, causal: 2 * n * n * d)               # 1 FLOP per MAC
+
+
+def test_side_by_side_plot_of_comparisons():
+    from flashsim.course.kit.real_gpu import Comparison
+    c = Comparison("flash_fwd", {"n": 8}, "interpreter", 100, 10, 100, 10)
+    assert plots.plot_comparisons_side_by_side({"a": c, "b": c}) is not None
+
+
+def test_show_without_ipywidgets_gives_the_static_figure(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)      # import ipywidgets -> ImportError
+    for dash in (widgets.ShortSequenceDashboard(n=256), widgets.RescaleDriftDashboard(n=128),
+                 widgets.MismatchExplorer(n=32, d=8), widgets.SpeedupDashboard(n=1024)):
+        fig = dash.show()
+        assert fig.__class__.__name__ == "Figure"

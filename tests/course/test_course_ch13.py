@@ -1,0 +1,92 @@
+"""Chapter 13 course code: dashboards without a kernel, figures, and every checker on its solution and on
+plausible wrong answers."""
+import pytest
+
+from flashsim.course.ch13 import checks as ex
+from flashsim.course.ch13 import figures as plots
+from flashsim.course.ch05.figures import figure_to_png
+from flashsim.solutions import ch13 as sol
+from flashsim.course.ch13.dashboards import DecodingDashboard, OverlapDashboard, RingStepper, h200_results
+
+
+def test_ring_stepper_steps_and_causal():
+    r = RingStepper(world=4, n=256, d=16)
+    assert r.n_steps == 4
+    first = r.update(0)
+    assert first["step"]["held"] == [0, 1, 2, 3] and all(first["step"]["sends"])
+    last = r.update(99)
+    assert last["step"]["t"] == 3 and not any(last["step"]["sends"])
+    assert last["step"]["link_bytes"] == r.result.link_bytes
+    png = figure_to_png(r.figure())
+    r.set_causal(True)
+    assert r.state["step"]["t"] == 3 and r.result.link_bytes[-1] == 0
+    assert figure_to_png(r.figure()) != png
+    assert "bytes" in r.readout()
+
+
+def test_overlap_dashboard_verdicts():
+    d = OverlapDashboard(block=4096, link="nvlink4")
+    assert d.state["hidden"] and "hides" in d.readout()
+    d.update(block=1024, link="pcie5")
+    assert not d.state["hidden"] and "waits" in d.readout()
+    assert d.figure() is not None
+
+
+def test_decoding_dashboard_and_plot():
+    d = DecodingDashboard(splits=1)
+    t1 = d.current.time_s
+    d.update(splits=16)
+    assert d.current.time_s < t1 and "faster" in d.readout()
+    d.update(heads=1)
+    assert d.current.programs == 16
+    assert plots.plot_decoding_splits(measured={1: 9e-4, 8: 1.5e-4}, current=8) is not None
+
+
+def test_plots():
+    assert plots.plot_overlap() is not None
+    assert plots.plot_ring_bytes([10, 10], [10, 10]) is not None
+
+
+def test_h200_results_are_read_when_present(tmp_path):
+    assert h200_results(str(tmp_path)) == {}
+    res = h200_results()
+    if res:
+        assert "rows" in res.get("flash_decoding", {"rows": []})
+
+
+@pytest.mark.parametrize("check, good, bad", [
+    (ex.check_combine, sol.combine_by_logsumexp, [sol.wrong_combine_mean, sol.wrong_combine_no_max]),
+    (ex.check_ring_link_bytes, sol.ring_bytes_per_device,
+     [sol.wrong_ring_bytes_causal_same, sol.wrong_ring_bytes_p_messages]),
+    (ex.check_overlap_block, sol.overlap_min_rows, [sol.wrong_overlap_f_over_w]),
+])
+def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, assert_verdicts):
+    assert_verdicts(check, good, bad)
+
+
+def test_checker_reports_a_stub_that_raises(capsys):
+    def stub(*args):
+        raise NotImplementedError("todo")
+    for check in (ex.check_combine, ex.check_ring_link_bytes, ex.check_overlap_block):
+        assert not check(stub)
+        assert "not implemented yet" in capsys.readouterr().out
+
+
+def test_widget_wiring_without_a_kernel():
+    pytest.importorskip("ipywidgets")
+    r = RingStepper(world=3, n=96, d=8)
+    r.show()
+    before = r._widgets["image"].value
+    r._widgets["slider"].value = 2
+    assert r.step == 2 and r._widgets["image"].value != before
+    r._widgets["causal"].value = True
+    assert r.causal and r.result.link_bytes[-1] == 0
+    o = OverlapDashboard()
+    o.show()
+    o._widgets["link"].value = "pcie5"
+    assert o.link == "pcie5"
+    d = DecodingDashboard()
+    d.show()
+    before = d._widgets["image"].value
+    d._widgets["slider"].value = 16
+    assert d.splits == 16 and d._widgets["image"].value != before
