@@ -98,3 +98,71 @@ def test_bad_block_is_a_clear_error(block):
         list(online_softmax_blocks([1.0], block))
     with pytest.raises(FlashsimError, match="block"):
         list(online_attention_row([1.0], np.ones((1, 2)), block))
+
+
+# --- the tile update and the merge of normalised partials (the one definition every tiled algorithm calls) ---
+
+from flashsim.model.attention.online_softmax import combine_partials, merge_partials, online_softmax_update  # noqa: E402
+
+
+def _partial(s, v):
+    """(o, lse) of one block of scores s (n, c) against values v (c, d), float64."""
+    m = s.max(axis=1)
+    e = np.exp(s - m[:, None])
+    return e @ v / e.sum(axis=1)[:, None], m + np.log(e.sum(axis=1))
+
+
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(1, 6), d=st.integers(1, 5), cuts=st.lists(st.integers(1, 7), min_size=1, max_size=5),
+       seed=st.integers(0, 2**16))
+def test_update_over_tiles_equals_one_shot_softmax_times_v(n, d, cuts, seed):
+    rng = np.random.default_rng(seed)
+    s = rng.standard_normal((n, sum(cuts))) * 4
+    v = rng.standard_normal((sum(cuts), d))
+    m, l, acc = np.full(n, -np.inf), np.zeros(n), np.zeros((n, d))
+    start = 0
+    with np.errstate(invalid="ignore"):
+        for c in cuts:
+            m, l, acc = online_softmax_update(m, l, acc, s[:, start:start + c], v[start:start + c])
+            start += c
+    o, lse = _partial(s, v)
+    np.testing.assert_allclose(acc / l[:, None], o, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(m + np.log(l), lse, rtol=1e-13, atol=1e-13)
+
+
+def test_update_keeps_float32_and_rescale_false_is_the_bug():
+    s = np.array([[0.0, 1.0], [5.0, 9.0]], np.float32)
+    v = np.eye(2, dtype=np.float32)
+    m, l, acc = np.full(2, -np.inf, np.float32), np.zeros(2, np.float32), np.zeros((2, 2), np.float32)
+    m, l, acc = online_softmax_update(m, l, acc, s[:, :1], v[:1])
+    m, l, acc = online_softmax_update(m, l, acc, s[:, 1:], v[1:])
+    assert acc.dtype == l.dtype == m.dtype == np.float32
+    m2, l2, _ = online_softmax_update(np.zeros(2, np.float32), np.ones(2, np.float32), np.zeros((2, 2), np.float32),
+                                      s, v, rescale=False)
+    assert (l2 > 1 + np.exp(s - s.max(1, keepdims=True)).sum(1) - 1e-6).all()
+
+
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(1, 5), d=st.integers(1, 4), parts=st.integers(2, 5), seed=st.integers(0, 2**16))
+def test_merge_is_associative_commutative_and_exact(n, d, parts, seed):
+    rng = np.random.default_rng(seed)
+    blocks = [(rng.standard_normal((n, 3)) * 3, rng.standard_normal((3, d))) for _ in range(parts)]
+    ps = [_partial(s, v) for s, v in blocks]
+    want = _partial(np.concatenate([s for s, _ in blocks], 1), np.concatenate([v for _, v in blocks], 0))
+    o, lse = combine_partials(np.stack([p[0] for p in ps]), np.stack([p[1] for p in ps]))
+    np.testing.assert_allclose(o, want[0], rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(lse, want[1], rtol=1e-13)
+    a, b, c = ps[0], ps[1], ps[-1]
+    left = merge_partials(*merge_partials(*a, *b), *c)
+    right = merge_partials(*a, *merge_partials(*b, *c))
+    for x, y in zip(left, right):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-13)
+    for x, y in zip(merge_partials(*a, *b), merge_partials(*b, *a)):
+        np.testing.assert_allclose(x, y, rtol=1e-14, atol=1e-15)
+
+
+def test_merge_with_an_empty_part_is_the_identity():
+    o = np.array([[1.0, 2.0]])
+    lse = np.array([0.5])
+    mo, ml = merge_partials(o, lse, np.full((1, 2), np.nan), np.array([-np.inf]))
+    assert np.array_equal(mo, o) and np.array_equal(ml, lse)

@@ -25,6 +25,14 @@ Two demo switches show what goes wrong without the tricks:
 - ``rescale=False`` (chapter 11, the classic bug): the old l is not multiplied by e^(m − m_new) when the max
   grows, so l comes out too large as soon as a later block raises the max.
 
+The same two operations on whole tiles, which every tiled algorithm in the model calls:
+
+- :func:`online_softmax_update` folds one (r, c) tile of scores and its (c, d) values into the running
+  (m, l, acc) of r rows (acc = Σ e^(s − m)·v, unnormalised): FA2's inner loop, chapter 05's tile.
+- :func:`merge_partials` / :func:`combine_partials` merge partial attention results that are already
+  normalised, each carried with its natural-log logsumexp L = m + log l (split-KV, ring attention, flash
+  decoding): O = Σ_s e^(L_s − L)·O_s with L = log Σ_s e^(L_s).
+
 >>> [round(s.l, 3) for s in online_softmax_blocks([1, 3, 2, 5], block=2)]
 [1.135, 1.203]
 >>> round(one_shot_softmax_stats([1, 3, 2, 5]).l, 3)
@@ -76,6 +84,53 @@ def merge(a: Sequence[float], b: Sequence[float]) -> SoftmaxStats:
         return SoftmaxStats(m, 0.0)
     # e^(−inf − M) = 0: an empty side contributes nothing
     return SoftmaxStats(m, l_a * math.exp(m_a - m) + l_b * math.exp(m_b - m))
+
+
+def online_softmax_update(m, l, acc, s, v, *, rescale: bool = True):
+    """Fold one tile into the running softmax-weighted sum of r rows; returns (m, l, acc), new arrays.
+
+    m (r,) running max, l (r,) running denominator relative to m, acc (r, d) unnormalised Σ e^(s − m)·v; s (r, c)
+    the tile's scores (masked entries −inf), v (c, d) its values. Start from m = −inf, l = 0, acc = 0; the
+    output is acc / l. Arithmetic in the inputs' dtype (float32 on chip in step mode)::
+
+        m_new = max(m, rowmax(s));  α = e^(m − m_new)  (0 on the first tile)
+        l_new = α·l + rowsum(e^(s − m_new));  acc_new = α·acc + e^(s − m_new) @ v
+
+    A row needs one finite score before its first tile with rescale (−inf − (−inf) is NaN). rescale=False
+    skips α (α = 1): chapter 11's bug, wrong as soon as a later tile raises the max.
+    """
+    m_new = np.maximum(m, s.max(axis=1))  # (r,)
+    p = np.exp(s - m_new[:, None])  # (r, c), masked entries → 0
+    alpha = np.exp(m - m_new) if rescale else np.ones_like(m_new)  # (r,) rescale of the old l and acc
+    l_new = alpha * l + p.sum(axis=1)
+    acc_new = alpha[:, None] * acc + p @ v  # (r, d)
+    return m_new, l_new, acc_new
+
+
+def merge_partials(o_a, lse_a, o_b, lse_b):
+    """Merge two normalised partial results (o (…, n, d), lse (…, n), natural log) of the same rows: (o, lse).
+
+    Exact, associative and commutative; a part with lse = −inf (it saw no key) weighs 0. Float64.
+    """
+    return combine_partials(np.stack([np.asarray(o_a, np.float64), np.asarray(o_b, np.float64)]),
+                            np.stack([np.asarray(lse_a, np.float64), np.asarray(lse_b, np.float64)]))
+
+
+def combine_partials(o_parts, lse_parts):
+    """Merge S normalised partial results: o_parts (S, …, n, d), lse_parts (S, …, n) → (o, lse), float64.
+
+    L = M + log Σ_s e^(L_s − M) with M = max_s L_s, O = Σ_s e^(L_s − M)·O_s / Σ_s e^(L_s − M). Rows that no
+    part saw (every L_s = −inf) come out NaN with L = −inf; an empty part's o may be anything (NaN from 0/0).
+    """
+    o_parts = np.asarray(o_parts, np.float64)
+    lse_parts = np.asarray(lse_parts, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = lse_parts.max(axis=0)
+        w = np.exp(lse_parts - np.where(np.isneginf(m), 0.0, m))  # (S, …, n); a part with L = −inf weighs 0
+        total = w.sum(axis=0)
+        lse = np.where(np.isneginf(m), -np.inf, m + np.log(total))
+        weighted = np.where(w[..., None] > 0, w[..., None] * o_parts, 0.0)  # an empty part's o (NaN) ignored
+        return weighted.sum(axis=0) / total[..., None], lse
 
 
 def one_shot_softmax_stats(x: Sequence[float]) -> SoftmaxStats:
@@ -154,17 +209,13 @@ def online_attention_row(scores: Sequence[float], values: np.ndarray, block: int
     block = int(block)
     if block <= 0:
         raise FlashsimError(f"block={block} must be a positive integer, e.g. block=2")
-    m, l = -math.inf, 0.0
-    acc = np.zeros(v.shape[1])  # (d,) unnormalised Σ e^(s − m) v
+    m, l = np.full(1, -np.inf), np.zeros(1)  # (1,): one row
+    acc = np.zeros((1, v.shape[1]))  # (1, d) unnormalised Σ e^(s − m) v
     for start in range(0, s.size, block):
-        sb, vb = s[start:start + block], v[start:start + block]  # (B,), (B, d)
-        m_new = max(m, float(sb.max()))
-        alpha = math.exp(m - m_new) if (rescale and m != -math.inf) else 1.0
-        p = np.exp(sb - m_new)  # (B,)
-        l = l * alpha + float(p.sum())
-        acc = acc * alpha + p @ vb
-        m = m_new
-        yield m, l, acc / l
+        sb, vb = s[None, start:start + block], v[start:start + block]  # (1, B), (B, d)
+        with np.errstate(invalid="ignore"):  # first block: e^(−inf − m) = 0, scaling l = 0 and acc = 0
+            m, l, acc = online_softmax_update(m, l, acc, sb, vb, rescale=rescale)
+        yield float(m[0]), float(l[0]), acc[0] / l[0]
 
 
 def worked_example() -> list[OnlineStep]:
