@@ -52,6 +52,9 @@ def test_l2_rows_model_and_json(tmp_path):
     assert got["source"].startswith("ncu on H200") and got["rows"][0]["dram_measured"] == 6
     assert len(got["rows"]) == 1                                     # the TMA row is not a requested-byte compare
     assert plots.plot_l2_rows(got) is not None and plots.plot_l2_rows(model) is not None
+    recorded = widgets.l2_rows()                                     # the recorded ncu sweep (package data)
+    assert recorded["source"].startswith("ncu on H200: kernels_h200_") and recorded["rows"]
+    assert all(r["dram_measured"] is not None for r in recorded["rows"])
 
 
 def test_fig2_left_plot():

@@ -5,21 +5,21 @@
   intensity and the roofline time (with and without the L2 model), as plain methods (``update``, ``current``);
 * :func:`measured_block_sweep`: the real kernel's bytes (``flashsim.course.kit.real_gpu.compare``) over BLOCK_M, the kernel's
   stand-in for M;
-* :func:`l2_rows`: requested vs DRAM bytes of the flash kernel: measured by ncu on an H200 when
-  ``benchmarks/results/kernels_h200_*.json`` is there, else predicted by the L2 model (:mod:`flashsim.model.l2`).
+* :func:`l2_rows`: requested vs DRAM bytes of the flash kernel: measured by ncu on an H200 (the recorded sweep
+  ``kernels_h200``, :mod:`flashsim.course.kit.results`), next to the L2 model's prediction (:mod:`flashsim.model.l2`).
 
 ipywidgets and matplotlib are imported lazily, inside ``show()`` and the plot functions.
 """
 from __future__ import annotations
 
-import glob
 import json
-import os
+from pathlib import Path
 
 from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.course.kit.results import load_result, result_source
+from flashsim.model.kernel_io import kernel_dram, kernel_io
 
-__all__ = ["theta_sweep", "SpeedupDashboard", "measured_block_sweep", "l2_rows", "latest_kernels_json",
-           "SRAM_KIBS", "SPEEDUP_NS"]
+__all__ = ["theta_sweep", "SpeedupDashboard", "measured_block_sweep", "l2_rows", "SRAM_KIBS", "SPEEDUP_NS"]
 
 #: SRAM sizes (KiB) of the Θ sweep and the dashboard's slider
 SRAM_KIBS = (16, 32, 64, 128, 228, 512, 1024)
@@ -152,21 +152,10 @@ def measured_block_sweep(block_ms=(16, 32, 64, 128), n: int | None = None, d: in
     return out
 
 
-def latest_kernels_json(root: str | None = None) -> str | None:
-    """Path of the newest ``benchmarks/results/kernels_h200_*.json`` (an ncu sweep on the H200), or None."""
-    if root is None:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    paths = sorted(glob.glob(os.path.join(root, "benchmarks", "results", "kernels_h200*.json")))
-    return paths[-1] if paths else None
-
-
-def _rows_from_json(path: str, kernel: str, max_tiles: int = 300_000) -> list:
-    """Rows of an ncu sweep JSON (benchmarks/gpu_validate.py). Where the file has no simulated numbers yet, the
+def _ncu_rows(result: dict, kernel: str, max_tiles: int = 300_000) -> list:
+    """Rows of an ncu sweep (benchmarks/gpu_validate.py's JSON). Where it has no simulated numbers yet, the
     requested bytes come from :func:`flashsim.model.kernel_io.kernel_io` and the DRAM bytes from the L2 model
     (:func:`flashsim.model.kernel_io.kernel_dram`, skipped for configurations with more than `max_tiles` tiles)."""
-    from flashsim.model.kernel_io import kernel_dram, kernel_io
-    with open(path) as f:
-        result = json.load(f)
     rows = []
     for r in result.get("ncu_sweep", []):
         cfg, m, s = r.get("config", {}), r.get("measured") or {}, r.get("simulated") or {}
@@ -194,17 +183,18 @@ def _rows_from_json(path: str, kernel: str, max_tiles: int = 300_000) -> list:
 
 def l2_rows(kernel: str = "flash_fwd", configs=None, path: str | None = None) -> dict:
     """Requested vs DRAM bytes of `kernel`: {"source", "rows": [{"label", "requested", "dram_simulated",
-    "requested_measured", "dram_measured"}]} — ncu numbers from the newest kernels_h200 JSON when there is one
-    (source "ncu on H200: <file>"), else the L2 model alone (source "L2 model", measured entries None)."""
-    path = path or latest_kernels_json()
-    if path:
-        try:
-            rows = _rows_from_json(path, kernel)
-        except (OSError, ValueError, KeyError, TypeError):
-            rows = []
-        if rows:
-            return {"source": f"ncu on H200: {os.path.basename(path)}", "rows": rows}
-    from flashsim.model.kernel_io import kernel_dram, kernel_io
+    "requested_measured", "dram_measured"}]}: ncu numbers from the recorded H200 sweep ``kernels_h200``
+    (:mod:`flashsim.course.kit.results`), or from the JSON file `path` (source "ncu on H200: <file>"); where that
+    has no rows of `kernel`, the L2 model alone at `configs` (source "L2 model", measured entries None)."""
+    try:
+        if path is None:
+            source, rows = result_source("kernels_h200"), _ncu_rows(load_result("kernels_h200"), kernel)
+        else:
+            source, rows = path, _ncu_rows(json.loads(Path(path).read_text()), kernel)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        rows = []
+    if rows:
+        return {"source": f"ncu on H200: {Path(source).name}", "rows": rows}
     configs = configs or ((1, 16, 1024, 64), (1, 16, 4096, 64), (2, 16, 4096, 128), (1, 8, 16384, 128))
     rows = []
     for b, h, n, d in configs:
@@ -212,4 +202,4 @@ def l2_rows(kernel: str = "flash_fwd", configs=None, path: str | None = None) ->
         dram = kernel_dram(kernel, n, d, 128, 64, batch=b, heads=h, hardware="h200")["total"]
         rows.append({"label": f"B={b} H={h} N={n} d={d}", "requested": io.load_bytes + io.store_bytes,
                      "dram_simulated": dram.dram_bytes, "requested_measured": None, "dram_measured": None})
-    return {"source": "L2 model (flashsim.model.l2; no kernels_h200_*.json in benchmarks/results yet)", "rows": rows}
+    return {"source": "L2 model (flashsim.model.l2; no ncu sweep of this kernel recorded)", "rows": rows}

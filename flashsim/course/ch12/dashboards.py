@@ -13,7 +13,14 @@ Without the file they say so and return None or [].
 """
 from __future__ import annotations
 
+import json
+import re
+import statistics
+from pathlib import Path
+
 from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.course.kit.results import load_result, recorded_names, result_source
+from flashsim.model.table import Table
 
 __all__ = ["KernelBlockDashboard", "template_source", "learner_or_solution", "TUNING_KERNELS", "TUNING_KERNEL_LABELS",
            "config_label", "load_tuning", "tuned_configs", "tuning_summary", "tuning_table", "wide_sweep_summary",
@@ -134,7 +141,7 @@ class KernelBlockDashboard:
         return W.VBox([W.HBox([bm, bn, causal]), img])
 
 
-# --- "what an H200 adds": the committed GPU results, read (never hard-coded) ---------------------------------------
+# --- "what an H200 adds": the recorded GPU results (flashsim.course.kit.results), read, never hard-coded --------
 
 #: the tuning sweep's kernel names (benchmarks/tune_attention.py), in the order tables list them
 TUNING_KERNELS = ("fwd", "dkdv", "dq", "atomic")
@@ -143,24 +150,16 @@ TUNING_KERNEL_LABELS = {"fwd": "forward", "dkdv": "bwd K/V pass", "dq": "bwd dQ 
                         "atomic": "bwd one pass (atomic dQ)"}
 #: the tuning sweep's kernel names -> the kernel names of flashsim.kernels._common.TUNED_H200
 _TUNED_NAMES = {"fwd": "flash_fwd", "dkdv": "flash_bwd_dkdv", "dq": "flash_bwd_dq"}
+#: recorded names (flashsim/course/recorded/manifest.json) of the ping-pong experiment, one per N
+_PINGPONG = "tune_h200_pingpong_n"
 
 
-#: benchmarks/results/tune_h200_<date>.json: the sweep's default name (other suffixes are other experiments)
-_DATED = "tune_h200_[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
-
-
-def _result_file(path, pattern: str, need: str):
-    """(Path, data) of the JSON file `path`, or of the newest ``benchmarks/results/<pattern>`` (chapter 12); None,
-    having said why, when there is no such file or it is unreadable, empty, or lacks the key `need`."""
-    import json
-    from pathlib import Path
-
+def _read(path, recorded: str, need: str):
+    """(source, data): the recorded result `recorded` when `path` is None (source: the raw file it copies), else the
+    JSON file `path` (e.g. a learner's own GPU run). None, having said why, when that file is missing, unreadable,
+    or lacks the key `need`."""
     if path is None:
-        from flashsim.course.figures import _newest_result
-        found = _newest_result(pattern, need=need)
-        if found is None:
-            print(f"no benchmarks/results/{pattern} with {need!r} in it (a GPU run writes one): nothing to show")
-        return found
+        return result_source(recorded), load_result(recorded)
     path = Path(path)
     try:
         data = json.loads(path.read_text())
@@ -173,11 +172,15 @@ def _result_file(path, pattern: str, need: str):
     if not isinstance(data, dict) or not data.get(need):
         print(f"{path}: no {need!r} in it: nothing to show")
         return None
-    return path, data
+    return str(path), data
 
 
 def _config(r: dict) -> tuple:
     return (r["bm"], r["bn"], r["w"], r["s"])
+
+
+def _round(x, digits: int):
+    return None if x is None else round(x, digits)
 
 
 def config_label(config) -> str:
@@ -188,32 +191,30 @@ def config_label(config) -> str:
     return f"{bm}×{bn} w{w} s{s}"
 
 
-def load_tuning(path=None, wide: bool = False) -> dict | None:
-    """A tuning sweep of ``benchmarks/tune_attention.py`` (chapter 12): every kernel timed alone at N = 4096, fp16.
+def load_tuning(path=None, wide: bool = False, recorded: str | None = None) -> dict | None:
+    """A tuning sweep of ``benchmarks/tune_attention.py`` (chapter 12): every kernel timed alone, fp16.
 
-    path None: the newest ``benchmarks/results/tune_h200_<date>.json`` (pointer loads vs TMA near the winners), or
-    with ``wide=True`` the newest ``tune_h200_<date>_wide.json`` (the first, wide sweep with pointer loads). Rows are
-    normalised: ``kernel`` as the sweep names it (:data:`TUNING_KERNELS`, or an experiment's own name such as
-    "fwd_pp"), ``tma`` and ``ws`` (warp specialization) booleans; the wide file's experimental TMA forward
-    ("fwd_tma") becomes ``kernel="fwd", tma=True``. Returns {"path", "n", "info",
-    "rows", "compile_errors": [{"config", "message"}]}, or None (said why) when there is no usable file.
+    By default the recorded sweep ``tune_h200`` (pointer loads vs TMA near the winners), or with ``wide=True``
+    ``tune_h200_wide`` (the first, wide sweep with pointer loads); `recorded` names another recorded sweep, `path`
+    reads a JSON file instead. Rows are normalised: ``kernel`` as the sweep names it (:data:`TUNING_KERNELS`, or an
+    experiment's own name such as "fwd_pp"), ``tma`` and ``ws`` (warp specialization) booleans; the wide sweep's
+    experimental TMA forward ("fwd_tma") becomes ``kernel="fwd", tma=True``. Returns {"source" (the file read),
+    "n", "info", "rows", "compile_errors": [{"config", "message"}]}, or None (said why) for an unusable `path`.
     """
-    import json
-
-    found = _result_file(path, _DATED + ("_wide.json" if wide else ".json"), "results")
+    found = _read(path, recorded or ("tune_h200_wide" if wide else "tune_h200"), "results")
     if found is None:
         return None
-    p, data = found
+    source, data = found
     rows = []
     for r in data["results"]:
         if (not isinstance(r, dict) or not isinstance(r.get("ms"), (int, float))
                 or any(k not in r for k in ("kernel", "d", "causal", "bm", "bn", "w", "s"))):
             continue                                          # a failed or malformed row: nothing to compare
-        kernel = str(r.get("kernel", ""))
-        tma = kernel.endswith("_tma") or bool(r.get("tma", False))
+        kernel = str(r["kernel"])
         rows.append({"kernel": kernel.removesuffix("_tma"), "d": int(r["d"]), "causal": bool(r["causal"]),
-                     "bm": int(r["bm"]), "bn": int(r["bn"]), "w": int(r["w"]), "s": int(r["s"]), "tma": tma,
-                     "ws": bool(r.get("ws", False)), "ms": float(r["ms"]), "err": r.get("err")})
+                     "bm": int(r["bm"]), "bn": int(r["bn"]), "w": int(r["w"]), "s": int(r["s"]),
+                     "tma": kernel.endswith("_tma") or bool(r.get("tma", False)), "ws": bool(r.get("ws", False)),
+                     "ms": float(r["ms"]), "err": r.get("err")})
     errors = []
     for key, message in (data.get("compile_errors") or {}).items():
         try:
@@ -223,7 +224,8 @@ def load_tuning(path=None, wide: bool = False) -> dict | None:
         if str(cfg.get("kernel", "")).endswith("_tma"):
             cfg = {**cfg, "kernel": cfg["kernel"].removesuffix("_tma"), "tma": True}
         errors.append({"config": cfg, "message": str(message)})
-    return {"path": p, "n": data.get("n"), "info": data.get("info", {}), "rows": rows, "compile_errors": errors}
+    return {"source": source, "n": data.get("n"), "info": data.get("info", {}), "rows": rows,
+            "compile_errors": errors}
 
 
 def _sort_key(key):
@@ -236,107 +238,101 @@ def tuned_configs() -> dict:
     """The package's launch configurations (:data:`flashsim.kernels._common.TUNED_H200`, used with TMA on a
     GPU) keyed by the tuning sweep's names: {("fwd" | "dkdv" | "dq", d, causal): (BLOCK_M, BLOCK_N, warps,
     stages)} (chapter 12)."""
-    from flashsim.kernels._common import TUNED_H200
+    from flashsim.kernels._common import TUNED_H200     # lazy: flashsim.kernels imports torch and triton
     names = {v: k for k, v in _TUNED_NAMES.items()}
     return {(names[k], d, c): tuple(v) for (k, d, c), v in TUNED_H200.items() if k in names}
 
 
 def tuning_summary(path=None) -> list[dict]:
-    """Per (kernel, d, causal) of the newest pointer-vs-TMA tuning sweep (chapter 12): the best pointer-load and the
-    best TMA configuration, their times, and the speedup pointer ms / TMA ms (> 1: TMA faster).
+    """Per (kernel, d, causal) of the pointer-vs-TMA tuning sweep (chapter 12): the best pointer-load and the best
+    TMA configuration, their times, and the speedup pointer ms / TMA ms (> 1: TMA faster).
 
     Each row: {"kernel", "d", "causal", "pointer_ms", "pointer_config", "tma_ms", "tma_config", "speedup",
     "tuned_config" (the package's choice, :data:`flashsim.kernels._common.TUNED_H200`, or None), "tuned_tma_ms"
-    (the TMA time at that configuration, if the sweep has it), "n", "source" (the file's name)}; configurations are
-    (BLOCK_M, BLOCK_N, num_warps, num_stages). Warp-specialized rows are left out. [] (said why) without a file.
+    (the TMA time at that configuration, if the sweep has it), "n", "source" (the file read)}; configurations are
+    (BLOCK_M, BLOCK_N, num_warps, num_stages). Warp-specialized rows are left out. [] for an unusable `path`.
     """
     tuning = load_tuning(path)
     if tuning is None:
         return []
     package = tuned_configs()
     best: dict = {}
-    by_config: dict = {}
-    for r in tuning["rows"]:
-        if r["ws"]:
-            continue
+    ms_at: dict = {}
+    for r in (r for r in tuning["rows"] if not r["ws"]):
         key = (r["kernel"], r["d"], r["causal"], r["tma"])
         if key not in best or r["ms"] < best[key]["ms"]:
             best[key] = r
-        by_config[key + _config(r)] = r["ms"]
+        ms_at[key + _config(r)] = r["ms"]
     out = []
     for kernel, d, causal in sorted({k[:3] for k in best}, key=_sort_key):
         ptr, tma = best.get((kernel, d, causal, False)), best.get((kernel, d, causal, True))
         tuned = package.get((kernel, d, causal))
         out.append({"kernel": kernel, "d": d, "causal": causal,
-                    "pointer_ms": ptr["ms"] if ptr else None, "pointer_config": _config(ptr) if ptr else None,
-                    "tma_ms": tma["ms"] if tma else None, "tma_config": _config(tma) if tma else None,
-                    "speedup": ptr["ms"] / tma["ms"] if ptr and tma else None,
-                    "tuned_config": tuple(tuned) if tuned else None,
-                    "tuned_tma_ms": by_config.get((kernel, d, causal, True) + tuple(tuned)) if tuned else None,
-                    "n": tuning["n"], "source": tuning["path"].name})
+                    "pointer_ms": ptr and ptr["ms"], "pointer_config": ptr and _config(ptr),
+                    "tma_ms": tma and tma["ms"], "tma_config": tma and _config(tma),
+                    "speedup": ptr["ms"] / tma["ms"] if ptr and tma else None, "tuned_config": tuned,
+                    "tuned_tma_ms": ms_at.get((kernel, d, causal, True) + tuned) if tuned else None,
+                    "n": tuning["n"], "source": tuning["source"]})
     return out
 
 
 def tuning_table(summary=None):
     """:func:`tuning_summary` as a :class:`flashsim.course.Table` (chapter 12); None when there is nothing."""
-    from flashsim.course import Table
     summary = tuning_summary() if summary is None else summary
     if not summary:
         return None
     rows = [[TUNING_KERNEL_LABELS.get(r["kernel"], r["kernel"]), r["d"], "yes" if r["causal"] else "no",
-             None if r["pointer_ms"] is None else round(r["pointer_ms"], 3), config_label(r["pointer_config"]),
-             None if r["tma_ms"] is None else round(r["tma_ms"], 3), config_label(r["tma_config"]),
-             None if r["speedup"] is None else round(r["speedup"], 2), config_label(r["tuned_config"]),
-             None if r["tuned_tma_ms"] is None else round(r["tuned_tma_ms"], 3)]
-            for r in summary]
+             _round(r["pointer_ms"], 3), config_label(r["pointer_config"]), _round(r["tma_ms"], 3),
+             config_label(r["tma_config"]), _round(r["speedup"], 2), config_label(r["tuned_config"]),
+             _round(r["tuned_tma_ms"], 3)] for r in summary]
     return Table(["kernel", "d", "causal", "pointer ms", "best pointer", "TMA ms", "best TMA", "pointer/TMA",
                   "TUNED_H200", "its TMA ms"], rows,
                  f"Best launch configuration per kernel, pointer loads vs TMA: N={summary[0]['n']}, fp16, "
-                 f"median ms of do_bench (benchmarks/results/{summary[0]['source']})")
+                 f"median ms of do_bench ({summary[0]['source']})")
 
 
 def wide_sweep_summary(path=None) -> dict | None:
-    """What the newest wide tuning sweep (``tune_h200_<date>_wide.json``) says about pipelining and warp
-    specialization (chapter 12). Pointer-load rows only for the stages; the experimental TMA forward's pairs for
-    warp specialization.
+    """What the wide tuning sweep (``tune_h200_wide``) says about pipelining and warp specialization (chapter 12).
+    Pointer-load rows only for the stages; the experimental TMA forward's pairs for warp specialization.
 
     Returns {"source", "n", "configs" (timed), "best_by_stages": {(kernel, d, causal): {stages: best ms}},
     "best_stages": {(kernel, d, causal): stages of the fastest}, "shared_memory": [{"config", "required",
     "limit"}] (configurations the compiler refused for lack of shared memory), "warp_specialize": {num_warps:
     {"compiled", "failed", "message", "ratios" (ws ms / plain ms of the same configuration)}}}, or None.
     """
-    import re
     tuning = load_tuning(path, wide=True)
     if tuning is None:
         return None
     by_stages: dict = {}
     plain: dict = {}
+    ws: dict = {}
+
+    def ws_cell(warps: int) -> dict:
+        return ws.setdefault(warps, {"compiled": 0, "failed": 0, "message": None, "ratios": []})
+
     for r in tuning["rows"]:
         if not r["tma"] and not r["ws"]:
             cell = by_stages.setdefault((r["kernel"], r["d"], r["causal"]), {})
             cell[r["s"]] = min(cell.get(r["s"], float("inf")), r["ms"])
         if not r["ws"]:
             plain[(r["kernel"], r["d"], r["causal"], r["tma"]) + _config(r)] = r["ms"]
-    by_stages = dict(sorted(by_stages.items(), key=lambda kv: _sort_key(kv[0])))
     shared = []
-    ws: dict = {}
     for e in tuning["compile_errors"]:
         m = re.search(r"shared memory, Required: (\d+), Hardware limit: (\d+)", e["message"])
         if m:
             shared.append({"config": e["config"], "required": int(m.group(1)), "limit": int(m.group(2))})
         if e["config"].get("ws"):
-            cell = ws.setdefault(int(e["config"].get("w", 0)), {"compiled": 0, "failed": 0, "message": None,
-                                                                "ratios": []})
+            cell = ws_cell(int(e["config"].get("w", 0)))
             cell["failed"] += 1
             cell["message"] = cell["message"] or e["message"]
-    for r in tuning["rows"]:
-        if r["ws"]:
-            cell = ws.setdefault(r["w"], {"compiled": 0, "failed": 0, "message": None, "ratios": []})
-            cell["compiled"] += 1
-            base = plain.get((r["kernel"], r["d"], r["causal"], r["tma"]) + _config(r))
-            if base:
-                cell["ratios"].append(r["ms"] / base)
-    return {"source": tuning["path"].name, "n": tuning["n"], "configs": len(tuning["rows"]),
+    for r in (r for r in tuning["rows"] if r["ws"]):
+        cell = ws_cell(r["w"])
+        cell["compiled"] += 1
+        base = plain.get((r["kernel"], r["d"], r["causal"], r["tma"]) + _config(r))
+        if base:
+            cell["ratios"].append(r["ms"] / base)
+    by_stages = dict(sorted(by_stages.items(), key=lambda kv: _sort_key(kv[0])))
+    return {"source": tuning["source"], "n": tuning["n"], "configs": len(tuning["rows"]),
             "best_by_stages": by_stages, "best_stages": {k: min(v, key=v.get) for k, v in by_stages.items()},
             "shared_memory": shared, "warp_specialize": dict(sorted(ws.items()))}
 
@@ -344,7 +340,6 @@ def wide_sweep_summary(path=None) -> dict | None:
 def pipelining_table(summary=None):
     """Best time per number of pipeline stages, per kernel and shape, relative to the kernel's best (chapter 12):
     from :func:`wide_sweep_summary`. None when there is nothing."""
-    from flashsim.course import Table
     summary = wide_sweep_summary() if summary is None else summary
     if not summary or not summary["best_by_stages"]:
         return None
@@ -358,31 +353,28 @@ def pipelining_table(summary=None):
     shared = summary["shared_memory"]
     note = ""
     if shared:
-        note = (f"; {len(shared)} configurations refused for shared memory (needed "
-                f"{min(x['required'] for x in shared):,}-{max(x['required'] for x in shared):,} B, limit "
-                f"{shared[0]['limit']:,} B)")
+        needed = [x["required"] for x in shared]
+        note = (f"; {len(shared)} configurations refused for shared memory (needed {min(needed):,}-{max(needed):,} "
+                f"B, limit {shared[0]['limit']:,} B)")
     return Table(["kernel", "d", "causal", "best ms"] + [f"{s} stages (/best)" for s in stages] + ["fastest"],
                  rows, f"Pipeline stages, pointer loads, N={summary['n']}, fp16: the best over block shapes and "
-                       f"warps at each stage count (benchmarks/results/{summary['source']}{note})")
+                       f"warps at each stage count ({summary['source']}{note})")
 
 
 def warp_specialization_table(summary=None):
     """Triton's automatic warp specialization in the wide sweep (chapter 12): per num_warps, how many
     configurations compiled, the compiler's message where they did not, and the time ratio to the same
     configuration without it. None when the sweep has no such rows."""
-    from flashsim.course import Table
     summary = wide_sweep_summary() if summary is None else summary
     if not summary or not summary["warp_specialize"]:
         return None
-    rows = []
-    for w, cell in summary["warp_specialize"].items():
-        ratios = cell["ratios"]
-        rows.append([w, cell["compiled"] + cell["failed"], cell["compiled"], cell["failed"], cell["message"] or "—",
-                     round(min(ratios), 3) if ratios else None, round(max(ratios), 3) if ratios else None])
+    rows = [[w, c["compiled"] + c["failed"], c["compiled"], c["failed"], c["message"] or "—",
+             round(min(c["ratios"]), 3) if c["ratios"] else None, round(max(c["ratios"]), 3) if c["ratios"] else None]
+            for w, c in summary["warp_specialize"].items()]
     return Table(["num_warps", "configs", "compiled", "failed", "compiler's message", "ws/plain min",
                   "ws/plain max"], rows,
                  "tl.range(..., warp_specialize=True) in the experimental TMA forward, N="
-                 f"{summary['n']}, fp16 (benchmarks/results/{summary['source']})")
+                 f"{summary['n']}, fp16 ({summary['source']})")
 
 
 def pingpong_summary(paths=None) -> list[dict]:
@@ -390,67 +382,55 @@ def pingpong_summary(paths=None) -> list[dict]:
     forward ("fwd") against a variant that keeps two Q half-tiles per program and updates them alternately
     ("fwd_pp", so that one half's matmul might overlap the other's exponentials), both with TMA loads.
 
-    paths None: the ``benchmarks/results/tune_h200_<date>_pingpong_n<N>.json`` files of the newest date. Per
-    (N, d, causal): {"n", "d", "causal", "fwd_ms", "fwd_config", "pingpong_ms", "pingpong_config", "speedup"
-    (fwd ms / ping-pong ms: > 1 means ping-pong is faster), "source"}. [] (said why) without files.
+    paths None: the recorded ``tune_h200_pingpong_n<N>`` sweeps. Per (N, d, causal): {"n", "d", "causal",
+    "fwd_ms", "fwd_config", "pingpong_ms", "pingpong_config", "speedup" (fwd ms / ping-pong ms: > 1 means ping-pong
+    is faster), "source"}. Unusable paths are skipped (said why).
     """
-    if paths is None:
-        from flashsim.course import figures
-        found = sorted((figures.ROOT / "benchmarks" / "results").glob(_DATED + "_pingpong_n*.json"))
-        newest = max((p.name[:len("tune_h200_2026-11-30")] for p in found), default=None)
-        paths = [p for p in found if p.name.startswith(newest)] if newest else []
-        if not paths:
-            print(f"no benchmarks/results/{_DATED}_pingpong_n*.json (a GPU run writes them): nothing to show")
-            return []
+    sweeps = ([load_tuning(recorded=name) for name in recorded_names() if name.startswith(_PINGPONG)]
+              if paths is None else [load_tuning(path) for path in paths])
     out = []
-    for path in paths:
-        tuning = load_tuning(path)
-        if tuning is None:
-            continue
+    for tuning in filter(None, sweeps):
         best: dict = {}
-        for r in tuning["rows"]:
+        for r in (r for r in tuning["rows"] if r["kernel"] in ("fwd", "fwd_pp")):
             key = (r["kernel"], r["d"], r["causal"])
-            if r["kernel"] in ("fwd", "fwd_pp") and (key not in best or r["ms"] < best[key]["ms"]):
+            if key not in best or r["ms"] < best[key]["ms"]:
                 best[key] = r
         for d, causal in sorted({k[1:] for k in best}):
             plain, pp = best.get(("fwd", d, causal)), best.get(("fwd_pp", d, causal))
             out.append({"n": tuning["n"], "d": d, "causal": causal,
-                        "fwd_ms": plain["ms"] if plain else None, "fwd_config": _config(plain) if plain else None,
-                        "pingpong_ms": pp["ms"] if pp else None, "pingpong_config": _config(pp) if pp else None,
-                        "speedup": plain["ms"] / pp["ms"] if plain and pp else None, "source": tuning["path"].name})
+                        "fwd_ms": plain and plain["ms"], "fwd_config": plain and _config(plain),
+                        "pingpong_ms": pp and pp["ms"], "pingpong_config": pp and _config(pp),
+                        "speedup": plain["ms"] / pp["ms"] if plain and pp else None, "source": tuning["source"]})
     return sorted(out, key=lambda r: (r["n"] or 0, r["d"], r["causal"]))
 
 
 def pingpong_table(summary=None):
     """:func:`pingpong_summary` as a :class:`flashsim.course.Table` (chapter 12); None when there is nothing."""
-    from flashsim.course import Table
     summary = pingpong_summary() if summary is None else summary
     if not summary:
         return None
-    rows = [[r["n"], r["d"], "yes" if r["causal"] else "no",
-             None if r["fwd_ms"] is None else round(r["fwd_ms"], 3), config_label(r["fwd_config"]),
-             None if r["pingpong_ms"] is None else round(r["pingpong_ms"], 3), config_label(r["pingpong_config"]),
-             None if r["speedup"] is None else round(r["speedup"], 3)] for r in summary]
-    sources = ", ".join(sorted({r["source"] for r in summary}))
+    rows = [[r["n"], r["d"], "yes" if r["causal"] else "no", _round(r["fwd_ms"], 3), config_label(r["fwd_config"]),
+             _round(r["pingpong_ms"], 3), config_label(r["pingpong_config"]), _round(r["speedup"], 3)]
+            for r in summary]
     return Table(["N", "d", "causal", "forward ms", "best config", "ping-pong ms", "best config",
                   "forward/ping-pong"], rows,
                  f"Manual ping-pong (two Q half-tiles per program) vs the package's forward, TMA, fp16, best "
-                 f"configuration of each (benchmarks/results/{sources})")
+                 f"configuration of each ({', '.join(sorted({r['source'] for r in summary}))})")
 
 
 def speed_headline(path=None) -> dict | None:
-    """The headline of the newest speed grid ``benchmarks/results/attention_speed_*.json`` (chapter 12): for each
-    target of the grid ("fwd ours/flash", ...; rows with N >= its ``target_min_n``) and each head dim (and all),
-    how many rows meet it and the min / median / max ratio of our speed to the baseline's.
+    """The headline of the speed grid (recorded ``attention_speed_h200``, or the JSON file `path`) of
+    ``benchmarks/attention_speed.py`` (chapter 12): for each target of the grid ("fwd ours/flash", ...; rows with
+    N >= its ``target_min_n``) and each head dim (and all), how many rows meet it and the min / median / max ratio
+    of our speed to the baseline's.
 
     Returns {"source", "device", "date", "min_n", "rows": [{"metric", "d" ("all" or an int), "target", "met",
-    "total", "min", "median", "max"}]}, or None (said why) without a file.
+    "total", "min", "median", "max"}]}, or None (said why) for an unusable `path`.
     """
-    import statistics
-    found = _result_file(path, "attention_speed_*.json", "rows")
+    found = _read(path, "attention_speed_h200", "rows")
     if found is None:
         return None
-    p, data = found
+    source, data = found
     min_n = int(data.get("target_min_n", 0))
     targets = dict(data.get("targets") or {})
     targets.setdefault("bwd ours/cudnn", None)           # no target, but worth a line: cuDNN's backward
@@ -461,19 +441,17 @@ def speed_headline(path=None) -> dict | None:
         for d in ["all"] + sorted({r["d"] for r in grid}):
             ratios = [r["ratio"][base] for r in grid if r.get("mode") == mode and (d == "all" or r["d"] == d)
                       and isinstance((r.get("ratio") or {}).get(base), (int, float))]
-            if not ratios:
-                continue
-            out.append({"metric": metric, "d": d, "target": need, "total": len(ratios),
-                        "met": None if need is None else sum(x >= need for x in ratios),
-                        "min": min(ratios), "median": statistics.median(ratios), "max": max(ratios)})
+            if ratios:
+                out.append({"metric": metric, "d": d, "target": need, "total": len(ratios),
+                            "met": None if need is None else sum(x >= need for x in ratios),
+                            "min": min(ratios), "median": statistics.median(ratios), "max": max(ratios)})
     versions = data.get("versions", {})
-    return {"source": p.name, "device": versions.get("gpu"), "date": versions.get("date_utc"), "min_n": min_n,
+    return {"source": source, "device": versions.get("gpu"), "date": versions.get("date_utc"), "min_n": min_n,
             "rows": out}
 
 
 def speed_headline_table(headline=None):
     """:func:`speed_headline` as a :class:`flashsim.course.Table` (chapter 12); None when there is nothing."""
-    from flashsim.course import Table
     headline = speed_headline() if headline is None else headline
     if not headline or not headline["rows"]:
         return None
@@ -482,5 +460,4 @@ def speed_headline_table(headline=None):
              round(r["max"], 2)] for r in headline["rows"]]
     return Table(["speed ratio", "d", "target", "rows met", "min", "median", "max"], rows,
                  f"{headline['device'] or 'GPU'}, {headline['date'] or ''}: our speed / PyTorch SDPA backend's, rows "
-                 f"with N >= {headline['min_n']} (fp16 and bf16, causal or not) (benchmarks/results/"
-                 f"{headline['source']})")
+                 f"with N >= {headline['min_n']} (fp16 and bf16, causal or not) ({headline['source']})")

@@ -5,6 +5,8 @@ Every function returns a matplotlib Figure (Agg-safe: no pyplot).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from flashsim.course.kit.plotting import new_figure
 
 __all__ = ["plot_kernel_io_by_tensor", "plot_speed_vs_sdpa", "plot_tuning_pointer_vs_tma", "plot_tuning_configs"]
@@ -78,7 +80,7 @@ def plot_tuning_pointer_vs_tma(summary: list | None):
     rows = [r for r in (summary or []) if r.get("pointer_ms") is not None or r.get("tma_ms") is not None]
     if not rows:
         return _empty(new_figure((6.4, 2.4)), "no tuning sweep with pointer and TMA rows\n"
-                                              "(benchmarks/results/tune_h200_<date>.json, written on a GPU)")
+                                              "(a tuning sweep of benchmarks/tune_attention.py, written on a GPU)")
     kernels = list(dict.fromkeys(r["kernel"] for r in rows))
     fig = new_figure((3.6 * len(kernels), 3.4))
     axes = fig.subplots(1, len(kernels), squeeze=False)[0]
@@ -103,7 +105,7 @@ def plot_tuning_pointer_vs_tma(summary: list | None):
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
     first = rows[0]
     fig.suptitle(f"Best configuration of each, N={first.get('n')}, fp16; label: pointer ms / TMA ms "
-                 f"({first.get('source', '')})", fontsize=9)
+                 f"({Path(first.get('source', '')).name})", fontsize=9)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
@@ -122,7 +124,7 @@ def plot_tuning_configs(tuning: dict | None, causal: bool = False, kernels=("fwd
             and r["kernel"] in kernels]
     if not rows:
         return _empty(new_figure((6.4, 2.4)), "no tuning sweep with pointer-load rows to draw\n"
-                                              "(benchmarks/results/tune_h200_<date>_wide.json, written on a GPU)")
+                                              "(a wide sweep of benchmarks/tune_attention.py, written on a GPU)")
     ks = [k for k in kernels if any(r["kernel"] == k for r in rows)]
     ds = sorted({r["d"] for r in rows})
     fig = new_figure((4.3 * len(ds), 2.5 * len(ks) + 0.6))
@@ -170,7 +172,7 @@ def plot_tuning_configs(tuning: dict | None, causal: bool = False, kernels=("fwd
                               markersize=9, label=highlight_label))
     fig.legend(handles=handles, loc="upper center", ncol=len(handles), fontsize=7, frameon=False,
                bbox_to_anchor=(0.5, 0.975))
-    src = getattr((tuning or {}).get("path"), "name", "")
+    src = Path(tuning.get("source", "")).name
     fig.suptitle(f"Every configuration, pointer loads, {'causal' if causal else 'non-causal'}, "
                  f"N={tuning.get('n')}, fp16 ({src}); x: BLOCK_M×BLOCK_N", fontsize=9, y=0.995)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / (2.5 * len(ks) + 0.6)))

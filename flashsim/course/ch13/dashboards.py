@@ -8,12 +8,11 @@ Plain classes driven by ``update(...)`` (tests use them without Jupyter); ``show
 """
 from __future__ import annotations
 
-import glob
-import json
-import os
+from pathlib import Path
 
 from flashsim.course.ch00.dashboards import widget_or_figure
 from flashsim.course.ch05.dashboards import play_controls, png_image_widget, set_png
+from flashsim.course.kit.results import load_result, result_source
 
 __all__ = ["RingStepper", "OverlapDashboard", "DecodingDashboard", "h200_results"]
 
@@ -197,16 +196,8 @@ class DecodingDashboard:
         return W.VBox([slider, heads, readout, img])
 
 
-def h200_results(root: str | None = None) -> dict:
-    """The latest recorded H200 runs of chapter 13 (benchmarks/results/{flash_decoding,distributed}_h200_*.json),
-    or {} where none are there: {"flash_decoding": {...}, "distributed": {...}}."""
-    root = root or os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
-                                "benchmarks", "results")
-    out = {}
-    for key in ("flash_decoding", "distributed"):
-        files = sorted(glob.glob(os.path.join(root, f"{key}_h200_*.json")))
-        if files:
-            with open(files[-1]) as f:
-                out[key] = json.load(f)
-            out[key]["file"] = os.path.basename(files[-1])
-    return out
+def h200_results() -> dict:
+    """The recorded H200 runs of chapter 13 (:mod:`flashsim.course.kit.results`): {"flash_decoding": the split-KV
+    kernel timed over num_splits, "distributed": ring attention on 2 GPUs}, each with "file" (the raw record)."""
+    return {key: {**load_result(f"{key}_h200"), "file": Path(result_source(f"{key}_h200")).name}
+            for key in ("flash_decoding", "distributed")}
