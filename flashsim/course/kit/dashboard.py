@@ -1,0 +1,335 @@
+"""One dashboard base for every chapter: controls → state → readout and figure, wired once.
+
+A chapter's dashboard is a plain class whose state lives in attributes. It says
+
+- which controls it has: :meth:`Dashboard.controls`, {name: :class:`Control`}, where ``name`` is both the
+  keyword of ``update(...)`` and the attribute holding that part of the state;
+- how a change moves the state: :meth:`Dashboard.apply` (validates, raises :class:`~flashsim.errors.FlashsimError`
+  naming the fix, returns what ``update`` returns);
+- what the readout says (:meth:`Dashboard.readout`, HTML) and what the figure shows (the class attribute
+  ``plot``, a :class:`~flashsim.course.kit.plotting.LivePlot`, drawn from :meth:`Dashboard.plot_args`).
+
+The base does the rest, the same way for every chapter:
+
+- ``update(**changes)`` with no widgets on the page changes the state (tests and plain Python use this);
+- ``show()`` builds the widgets (a Play button next to any control with ``play_ms``), the readout and the figure;
+  every control's observer calls the one path ``_on_controls`` → ``apply`` → move every control to the state →
+  readout → figure refreshed in place;
+- ``update(**changes)`` while widgets are shown *sets the widgets' values* and then runs that same path once, so
+  the controls and the state cannot disagree (chapter 03's bug: a later cell's ``update`` moved the state behind
+  the sliders). After every change the controls are set from the state, so a change that resets another part of
+  the state (a new row resets the step) moves that control too; a control whose range depends on the state
+  (the number of steps) gets its new range;
+- without ipywidgets (a GPU machine running the notebooks as plain Python) ``show()`` prints the readout and
+  returns the static figure.
+
+Why the figure updates in place: re-building a matplotlib figure and rendering it to PNG on every move took
+0.3–0.8 s (issue 12). Measured on the course's 2-core CPU: building chapter 00's figure ≈ 175 ms, ``savefig`` PNG
+≈ 130 ms, against ≈ 55 ms to move its marker and re-render the existing Agg canvas (+ 5 ms fast PNG). Widget-native
+plots (bqplot, plotly's FigureWidget) would render in the browser, but would rewrite every chapter's figures and
+leave ``make figures`` and the static fallback needing matplotlib anyway. So the base keeps matplotlib, changes
+the existing artists, and shows the figure in an ipympl canvas (``draw_idle``: frames are drawn when the browser
+asks, so fast key presses coalesce, and only changed pixels are sent); without ipympl, in an ipywidgets.Image
+re-encoded from the existing canvas. Dated numbers: ``benchmarks/results/dashboard_latency_*``.
+
+Example::
+
+    class Tour(Dashboard):
+        plot = MatrixBytesPlot
+        def controls(self):
+            return {"n": slider("N", NS, play_ms=700), "dtype": choice("dtype", DTYPES)}
+        def apply(self, n=None, dtype=None): ...; return self.readout()
+        def readout(self): return f"N = {self.n:,}"
+        def plot_args(self): return {"n": self.n, "dtype": self.dtype}
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+from flashsim.errors import FlashsimError
+from flashsim.course.kit.plotting import LivePlot
+from flashsim.course.kit.render import FigureView, has_ipywidgets, static_view
+
+__all__ = ["Control", "Dashboard", "choice", "slider", "int_range", "float_range", "log_range", "toggle"]
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control: ``kind`` is "choice" (dropdown), "slider" (a slider over ``options``), "int", "float", "log"
+    (a slider over a range; "log" moves the exponent) or "toggle" (a checkbox). ``options`` are values or
+    (label, value) pairs; ``play_ms`` adds a Play button that walks the slider at that interval."""
+
+    kind: str
+    label: str
+    options: tuple = ()
+    min: float = 0.0
+    max: float = 1.0
+    step: float = 1.0
+    base: float = 10.0
+    play_ms: int | None = None
+    width: str | None = None
+    css_class: str | None = None
+
+    @property
+    def values(self) -> tuple:
+        return tuple(o[1] if isinstance(o, tuple) else o for o in self.options)
+
+    def check(self, name: str, value) -> None:
+        """Raise FlashsimError when `value` is outside what this control offers."""
+        if self.kind in ("choice", "slider"):
+            if value not in self.values:
+                raise FlashsimError(f"{name}={value!r}: the {self.label!r} control offers {list(self.values)}")
+        elif self.kind == "toggle":
+            if not isinstance(value, (bool, int)):
+                raise FlashsimError(f"{name}={value!r}: the {self.label!r} checkbox takes True or False")
+        else:
+            try:
+                ok = self.min <= float(value) <= self.max
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise FlashsimError(f"{name}={value!r}: the {self.label!r} slider offers {self.min:g} … {self.max:g}")
+
+    def widget(self, value):
+        """The ipywidget for this control, showing `value`."""
+        import ipywidgets as W
+        style = {"description_width": "initial"}
+        layout = W.Layout(width=self.width) if self.width else W.Layout()
+        common = dict(description=self.label, style=style, layout=layout)
+        if self.kind == "choice":
+            w = W.Dropdown(options=list(self.options), value=value, **common)
+        elif self.kind == "slider":
+            w = W.SelectionSlider(options=list(self.options), value=value, continuous_update=True, **common)
+        elif self.kind == "int":
+            w = W.IntSlider(value=int(value), min=int(self.min), max=int(self.max), step=int(self.step),
+                            continuous_update=True, **common)
+        elif self.kind == "float":
+            w = W.FloatSlider(value=value, min=self.min, max=self.max, step=self.step, continuous_update=True,
+                              **common)
+        elif self.kind == "log":
+            lg = math.log(self.base)
+            w = W.FloatLogSlider(value=value, base=self.base, min=math.log(self.min) / lg,
+                                 max=math.log(self.max) / lg, step=self.step, continuous_update=True, **common)
+        elif self.kind == "toggle":
+            w = W.Checkbox(value=bool(value), indent=False, **common)
+        else:
+            raise FlashsimError(f"control kind {self.kind!r}: use choice, slider, int, float, log or toggle")
+        if self.css_class:
+            w.add_class(self.css_class)
+        return w
+
+    def play(self, value):
+        """A Play button for a slider control (None without ``play_ms``), its value the slider's position."""
+        if self.play_ms is None:
+            return None
+        import ipywidgets as W
+        if self.kind == "slider":
+            return W.Play(value=self.values.index(value), min=0, max=max(len(self.options) - 1, 0), step=1,
+                          interval=self.play_ms, description="play")
+        return W.Play(value=int(value), min=int(self.min), max=int(self.max), step=1, interval=self.play_ms,
+                      description="play")
+
+
+def choice(label: str, options, **kw) -> Control:
+    """A dropdown over `options` (values or (label, value) pairs)."""
+    return Control("choice", label, tuple(options), **kw)
+
+
+def slider(label: str, options, play_ms: int | None = None, **kw) -> Control:
+    """A slider over `options` (values or (label, value) pairs), with a Play button when `play_ms` is given."""
+    return Control("slider", label, tuple(options), play_ms=play_ms, **kw)
+
+
+def int_range(label: str, lo: int, hi: int, step: int = 1, play_ms: int | None = None, **kw) -> Control:
+    """An integer slider lo..hi (a Play button when `play_ms` is given)."""
+    return Control("int", label, min=lo, max=hi, step=step, play_ms=play_ms, **kw)
+
+
+def float_range(label: str, lo: float, hi: float, step: float, **kw) -> Control:
+    """A float slider lo..hi."""
+    return Control("float", label, min=lo, max=hi, step=step, **kw)
+
+
+def log_range(label: str, lo: float, hi: float, step: float = 0.05, base: float = 10.0, **kw) -> Control:
+    """A logarithmic slider lo..hi (values, not exponents); `step` is in exponent units."""
+    return Control("log", label, min=lo, max=hi, step=step, base=base, **kw)
+
+
+def toggle(label: str, **kw) -> Control:
+    """A checkbox."""
+    return Control("toggle", label, **kw)
+
+
+class _View:
+    """The widgets of one ``show()``: controls by name, their Play buttons, the readout, the figure."""
+
+    def __init__(self, dash: "Dashboard"):
+        import ipywidgets as W
+        specs = dash.controls()
+        state = dash.control_state()
+        self.specs = dict(specs)
+        self.controls, self.plays, self.boxes = {}, {}, {}
+        for name, spec in specs.items():
+            w = spec.widget(state[name])
+            self.controls[name] = w
+            play = spec.play(state[name])
+            if play is not None:
+                W.jslink((play, "value"), (w, "index" if spec.kind == "slider" else "value"))
+                self.plays[name] = play
+                self.boxes[name] = W.HBox([play, w])
+            else:
+                self.boxes[name] = w
+            w.observe(lambda change, name=name: dash._on_controls({name: change["new"]}, view=self), names="value")
+        self.readout = W.HTML(dash.readout())
+        if dash.readout_class:
+            self.readout.add_class(dash.readout_class)
+        self.plot = dash.plot(**dash.plot_args())
+        self.figure = FigureView(self.plot.fig, dash.figure_class)
+        rows = [tuple(r) for r in (dash.layout or (tuple(specs),))]
+        placed = {n for r in rows for n in r}
+        rows += [(n,) for n in specs if n not in placed]
+        self.box = W.VBox([W.HBox([self.boxes[n] for n in r], layout=W.Layout(flex_flow="row wrap"))
+                           for r in rows if r] + [self.readout, self.figure.widget])
+
+    def widgets(self) -> dict:
+        return {**self.controls, **{f"play_{n}": p for n, p in self.plays.items()}, "readout": self.readout,
+                "figure": self.figure.widget}
+
+    def sync(self, dash: "Dashboard") -> None:
+        """Give every control the state's value (and its range, where the state changed it)."""
+        specs, state = dash.controls(), dash.control_state()
+        for name, w in self.controls.items():
+            spec = specs[name]
+            if spec != self.specs[name]:
+                if spec.kind in ("choice", "slider") and tuple(w.options) != tuple(spec.options):
+                    w.options = list(spec.options)
+                elif spec.kind in ("int", "float"):
+                    w.min, w.max = min(spec.min, w.min), max(spec.max, w.max)
+                    w.min, w.max = spec.min, spec.max
+                play = self.plays.get(name)
+                if play is not None:
+                    play.max = max(len(spec.options) - 1, 0) if spec.kind == "slider" else int(spec.max)
+                    play.min = 0 if spec.kind == "slider" else int(spec.min)
+                self.specs[name] = spec
+            if w.value != state[name]:
+                w.value = state[name]
+
+
+class Dashboard:
+    """The base of every chapter's dashboard (see the module docstring). A subclass implements ``controls``,
+    ``apply``, ``readout`` and ``plot_args`` and sets ``plot``; it calls ``self.update()`` at the end of its
+    ``__init__`` to compute the first state."""
+
+    #: the figure: a LivePlot subclass drawn from plot_args()
+    plot: type[LivePlot] | None = None
+    #: rows of control names (None: all in one row)
+    layout: tuple | None = None
+    #: CSS classes of the readout and the figure widget (the browser tests find them by these)
+    readout_class: str | None = None
+    figure_class: str | None = None
+
+    _views: tuple = ()
+    _holding: bool = False
+
+    # --- what a chapter implements ----------------------------------------------------------------------------
+    def controls(self) -> dict:
+        """{name: Control}; the range of a control may depend on the state (it is re-read after each change)."""
+        return {}
+
+    def apply(self, **changes):
+        """Change the state; raise FlashsimError on bad values; return what ``update`` returns."""
+        raise NotImplementedError
+
+    def readout(self) -> str:
+        return ""
+
+    def plot_args(self) -> dict:
+        return {}
+
+    def control_state(self) -> dict:
+        """{control name: the state's value}: by default the attribute of the same name."""
+        return {name: getattr(self, name) for name in self.controls()}
+
+    # --- what the base provides -------------------------------------------------------------------------------
+    def update(self, *args, **changes):
+        """Change the state (positional arguments fill the controls in their order). With widgets shown, the
+        widgets are set and the controls' own path changes the state, once for all the changes."""
+        specs = self.controls()
+        if args:
+            names = list(specs)
+            if len(args) > len(names):
+                raise FlashsimError(f"update takes at most {len(names)} positional values ({', '.join(names)})")
+            changes = {**dict(zip(names, args)), **changes}
+        for name, value in changes.items():
+            if name in specs and value is not None:
+                specs[name].check(name, value)
+        changes = {k: v for k, v in changes.items() if v is not None}
+        if not self._views:
+            return self.apply(**changes)
+        view = self._views[-1]
+        with self._hold():
+            for name, value in changes.items():
+                if name in view.controls:
+                    view.controls[name].value = value
+        return self._on_controls(changes, view=view, raise_errors=True)
+
+    def _on_controls(self, changes: dict, view=None, raise_errors: bool = False):
+        """The one path from controls to state: apply, move every control to the state, readout, figure."""
+        if self._holding:
+            return None
+        error = None
+        try:
+            result = self.apply(**changes)
+        except FlashsimError as exc:
+            result, error = None, exc
+        for v in self._views:
+            with self._hold():
+                v.sync(self)
+            if error is None:
+                v.readout.value = self.readout()
+                v.plot.set(**self.plot_args())
+                v.figure.refresh()
+            else:
+                v.readout.value = f"<b>{type(error).__name__}</b>: {error}"
+        if error is not None and raise_errors:
+            raise error
+        return result
+
+    @contextlib.contextmanager
+    def _hold(self):
+        """Observers do nothing while the base itself sets widgets."""
+        was, self._holding = self._holding, True
+        try:
+            yield
+        finally:
+            self._holding = was
+
+    def figure(self):
+        """A fresh static Figure of the current state."""
+        return self.plot(**self.plot_args()).fig
+
+    def show(self):
+        """The controls, the readout and the figure (a VBox); without ipywidgets, the static figure."""
+        if not has_ipywidgets():
+            return static_view(self.readout(), self.figure())
+        view = _View(self)
+        self._views = tuple(self._views) + (view,)
+        return view.box
+
+    @property
+    def widgets(self) -> dict:
+        """The widgets of the last ``show()`` ({} before): controls by name, ``play_<name>``, ``readout``,
+        ``figure``."""
+        return self._views[-1].widgets() if self._views else {}
+
+    @property
+    def view(self):
+        """The last ``show()``'s view (None before): ``.plot`` (the LivePlot), ``.figure`` (the FigureView)."""
+        return self._views[-1] if self._views else None
+
+    def control_values(self) -> dict:
+        """{name: the value each control of the last ``show()`` shows} ({} before): tests compare it with
+        :meth:`control_state`."""
+        return {name: w.value for name, w in self._views[-1].controls.items()} if self._views else {}

@@ -1,0 +1,148 @@
+"""Putting a dashboard's figure on the page (course kit; every chapter's dashboards use it).
+
+:class:`FigureView` shows a matplotlib Figure as a widget that redraws in place: an ipympl canvas when ipympl is
+installed (``draw_idle``: the browser asks for a frame when it is ready, so quick slider moves coalesce, and only
+the changed pixels travel), else an ``ipywidgets.Image`` whose PNG is re-encoded from the existing canvas.
+:func:`static_view` is the fallback without ipywidgets at all (a GPU machine running the notebooks as plain
+Python): one line, the readout as text, and the static figure.
+
+``png_image_widget``, ``set_png``, ``play_controls`` and ``widget_or_figure`` are the helpers every chapter's
+``show()`` used before :class:`flashsim.course.kit.dashboard.Dashboard`; they stay here, in one place, for
+dashboards not yet built on the base.
+
+ipywidgets, ipympl and matplotlib are imported inside the functions, so this module imports without them.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+from flashsim.course.kit.plotting import figure_to_png
+
+__all__ = ["FigureView", "has_ipywidgets", "has_ipympl", "static_view", "widget_or_figure", "png_image_widget",
+           "set_png", "play_controls", "LIVE_DPI"]
+
+#: dots per inch of a live figure on the page (the PNGs the course showed before were 80 dpi)
+LIVE_DPI = 80
+
+
+def has_ipywidgets() -> bool:
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def has_ipympl() -> bool:
+    try:
+        import ipympl.backend_nbagg  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def html_to_text(html: str) -> str:
+    """A readout's HTML as plain text (tags dropped, <br> as a newline)."""
+    return re.sub(r"<[^>]+>", "", re.sub(r"<br\s*/?>", "\n", html))
+
+
+def static_view(readout: str | None, figure):
+    """Without ipywidgets: print one line and the readout, return the static figure (Jupyter displays it)."""
+    print("ipywidgets is not installed: showing a static view (pip install ipywidgets for the controls)")
+    if readout:
+        print(html_to_text(readout))
+    return figure
+
+
+class FigureView:
+    """A Figure on the page that redraws in place: ``refresh()`` after its artists changed.
+
+    ``mode`` is "ipympl" (an ipympl Canvas widget, ``draw_idle``) or "image" (an ipywidgets.Image, PNG re-encoded
+    from the figure's Agg canvas with fast compression). ``widget`` is what goes into the dashboard's box;
+    ``frames`` counts refreshes (tests read it); ``png()`` renders the current pixels (tests compare them).
+    """
+
+    def __init__(self, fig, css_class: str | None = None, mode: str | None = None):
+        import ipywidgets as W
+        self.fig = fig
+        self.mode = mode or ("ipympl" if has_ipympl() else "image")
+        self.frames = 0
+        fig.set_dpi(LIVE_DPI)
+        if self.mode == "ipympl":
+            from ipympl.backend_nbagg import Canvas, FigureManager
+            canvas = Canvas(fig)
+            self._manager = FigureManager(canvas, 0)   # ipympl's canvas needs a manager; pyplot never sees it
+            canvas.header_visible = False
+            canvas.footer_visible = False
+            canvas.toolbar_visible = False
+            canvas.resizable = False
+            canvas.capture_scroll = False
+            self.widget = canvas
+        else:
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            FigureCanvasAgg(fig)
+            self.widget = W.Image(value=self._encode(), format="png", layout=W.Layout(max_width="100%"))
+        if css_class:
+            self.widget.add_class(css_class)
+
+    def _encode(self) -> bytes:
+        """PNG of the figure as it is now: one Agg draw and a fast PNG encoding (no second draw at another dpi)."""
+        import io
+
+        import numpy as np
+        from PIL import Image
+        self.fig.canvas.draw()
+        buf = io.BytesIO()
+        Image.fromarray(np.asarray(self.fig.canvas.buffer_rgba())).save(buf, format="png", compress_level=1)
+        return buf.getvalue()
+
+    def refresh(self) -> None:
+        self.frames += 1
+        if self.mode == "ipympl":
+            self.fig.canvas.draw_idle()
+        else:
+            self.widget.value = self._encode()
+
+    def png(self) -> bytes:
+        """The figure's current pixels as PNG (either mode)."""
+        return figure_to_png(self.fig, dpi=LIVE_DPI)
+
+
+# --- helpers for dashboards not (yet) built on the Dashboard base ---------------------------------------------
+def widget_or_figure(show):
+    """Decorator for a hand-written ``show()``: without ipywidgets, :func:`static_view` of the dashboard."""
+
+    @functools.wraps(show)
+    def wrapper(self, *args, **kwargs):
+        if not has_ipywidgets():
+            return static_view(self.readout() if hasattr(self, "readout") else None, self.figure())
+        return show(self, *args, **kwargs)
+
+    return wrapper
+
+
+def png_image_widget(fig, css_class: str | None = None):
+    """An ipywidgets.Image showing a Figure as PNG; :func:`set_png` swaps the picture."""
+    import ipywidgets as W
+    img = W.Image(value=figure_to_png(fig), format="png", layout=W.Layout(max_width="100%"))
+    if css_class:
+        img.add_class(css_class)
+    return img
+
+
+def set_png(img, fig) -> None:
+    """Replace the picture of an ipywidgets.Image with a Figure."""
+    img.value = figure_to_png(fig)
+
+
+def play_controls(n_steps: int, on_step, description: str = "step", interval_ms: int = 400, value: int = 0):
+    """A Play button linked to an IntSlider over steps 0..n_steps-1; ``on_step(i)`` is called on every change.
+    Returns (HBox, play, slider)."""
+    import ipywidgets as W
+    play = W.Play(value=value, min=0, max=max(n_steps - 1, 0), step=1, interval=interval_ms, description="play")
+    slider = W.IntSlider(value=value, min=0, max=max(n_steps - 1, 0), step=1, description=description,
+                         continuous_update=True, layout=W.Layout(width="60%"))
+    W.jslink((play, "value"), (slider, "value"))
+    slider.observe(lambda ch: on_step(int(ch["new"])), names="value")
+    return W.HBox([play, slider]), play, slider
