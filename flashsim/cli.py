@@ -11,17 +11,35 @@
 --heads --dtype --causal --backward --device --sram-bytes --algo`` (plus ``--stats-dtype --dropout-p --eager-ops
 --l2``); ``--json`` prints one JSON object whose keys are the fields of :class:`flashsim.model.simulator.Traffic`.
 
-Bad input prints ``error: ...`` (the message names the fix) and exits with status 2, never a traceback.
+Bad input prints ``error: ...`` (the message names the fix) and exits with status 2, never a traceback: argparse
+errors, :class:`~flashsim.errors.FlashsimError`, sizes whose memory would exceed the budget (refused before
+anything is allocated) and a host out of memory all end that way. ``--json`` prints strict JSON (no ``NaN`` or
+``Infinity``). A closed pipe (``flashsim traffic ... --json | head -c 10``) ends quietly. Anything else is a bug:
+it prints ``error: internal error ...`` (the traceback only with ``FLASHSIM_TRACEBACK=1``) and exits 1.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 
-from flashsim.errors import FlashsimError
+from flashsim.errors import FlashsimError, MemoryBudgetError
+from flashsim.model.memory import DEFAULT_HOST_BUDGET_BYTES
 
 ALGOS = ("naive", "eager", "flash1", "flash2")
+
+
+def _seed(text: str) -> int:
+    """argparse type of --seed: an integer ≥ 0 (numpy's generators take no negative seed)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: use an integer ≥ 0, e.g. --seed 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seed {value} is negative: use an integer ≥ 0, e.g. --seed 0")
+    return value
 
 
 def _add_problem_arguments(p: argparse.ArgumentParser) -> None:
@@ -86,17 +104,22 @@ def _cmd_traffic(args) -> int:
     from flashsim.model.simulator import traffic
     t = traffic(args.algo, args.n, args.d, **_kwargs(args))
     if args.json:
-        print(json.dumps(t.as_dict()))
+        _print_json(t.as_dict())
     else:
         _print_traffic(t)
     return 0
+
+
+def _print_json(obj: dict) -> None:
+    """One strict JSON object (a NaN or an infinity raises here instead of printing ``NaN``/``Infinity``)."""
+    print(json.dumps(obj, allow_nan=False))
 
 
 def _cmd_simulate(args) -> int:
     from flashsim.model.simulator import simulate
     sim = simulate(args.algo, args.n, args.d, seed=args.seed, record_events=False, **_kwargs(args))
     if args.json:
-        print(json.dumps(sim.as_dict()))
+        _print_json(sim.as_dict())
     else:
         _print_traffic(sim.traffic)
         for name, e in sim.errors_by_output.items():
@@ -116,7 +139,7 @@ def _cmd_simulate(args) -> int:
 def _cmd_paper(args) -> int:
     from flashsim.model.paper import fig2_left, fig2_middle, format_report
     if args.json:
-        print(json.dumps({"fig2_middle": fig2_middle(), "fig2_left": fig2_left(l2=not args.no_l2)}))
+        _print_json({"fig2_middle": fig2_middle(), "fig2_left": fig2_left(l2=not args.no_l2)})
     else:
         print(format_report(l2=not args.no_l2))
     return 0
@@ -124,7 +147,52 @@ def _cmd_paper(args) -> int:
 
 def _cmd_measure(args) -> int:
     from flashsim.measure import run_measure
+    _check_measure_budget(args)
     return int(run_measure(args) or 0)
+
+
+def measure_footprint_bytes(kernel: str, n: int, d: int, dtype="fp16", batch: int = 1, heads: int = 1) -> int:
+    """Bytes of the tensors ``flashsim measure`` allocates for one kernel call (inputs, outputs, intermediates).
+
+    naive: Q, K, V, O (batch, heads, n, d) and S, P (batch, heads, n, n) fp32; flash_fwd: Q, K, V, O and the fp32
+    logsumexp; flash_bwd: the forward's plus dO, dQ, dK, dV and the fp32 D; tiled_matmul: A (n, d), B (d, n),
+    C (n, n); online_softmax: X, P (n, n) and the fp32 logsumexp. Unknown kernels count 0 (measure rejects them).
+    """
+    from flashsim.model.dtypes import dtype_bytes
+    es, bh = dtype_bytes(dtype), batch * heads
+    nd = bh * n * d * es
+    return {"naive": 4 * nd + 2 * bh * n * n * 4,
+            "flash_fwd": 4 * nd + bh * n * 4,
+            "flash_bwd": 8 * nd + 2 * bh * n * 4,
+            "tiled_matmul": (2 * n * d + n * n) * es,
+            "online_softmax": 2 * n * n * es + n * 4}.get(kernel, 0)
+
+
+def _check_measure_budget(args) -> None:
+    """Refuse, before any allocation, a measure call whose tensors exceed the host budget (interpreter) or the
+    GPU's free memory, so that `flashsim measure --kernel naive --n 100000` fails at once instead of after
+    seconds with an out-of-memory traceback."""
+    kernel, n, d = getattr(args, "kernel", None), getattr(args, "n", None), getattr(args, "d", None)
+    if not isinstance(n, int) or not isinstance(d, int) or n < 1 or d < 1:
+        return  # measure's own checks name the bad argument
+    batch, heads = getattr(args, "batch", 1), getattr(args, "heads", 1)
+    if not isinstance(batch, int) or not isinstance(heads, int) or batch < 1 or heads < 1:
+        raise FlashsimError(f"--batch {batch} --heads {heads}: both must be positive integers, e.g. --batch 1")
+    try:
+        need = measure_footprint_bytes(kernel, n, d, getattr(args, "dtype", "fp16"), batch, heads)
+    except FlashsimError:
+        return  # an unknown dtype: measure says so
+    budget, where = DEFAULT_HOST_BUDGET_BYTES, "host memory budget (the Triton interpreter)"
+    from flashsim import kernels
+    if not kernels.INTERPRETER:
+        import torch
+        budget, where = int(0.9 * torch.cuda.mem_get_info()[0]), "free GPU memory"
+    if need > budget:
+        raise MemoryBudgetError(
+            f"measure --kernel {kernel} at N={n}, d={d}, batch={batch}, heads={heads} needs {need / 2**30:.3g} GiB "
+            f"of tensors, over the {budget / 2**30:.3g} GiB {where}: use a smaller --n (memory grows as "
+            + ("N²" if kernel in ("naive", "tiled_matmul", "online_softmax") else "N")
+            + "), fewer --heads/--batch, or count mode (`flashsim traffic`), which needs no tensors")
 
 
 def build_parser(with_measure: bool = True) -> argparse.ArgumentParser:
@@ -138,7 +206,7 @@ def build_parser(with_measure: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_traffic)
     p = sub.add_parser("simulate", help="step mode on random inputs: error against float64")
     _add_problem_arguments(p)
-    p.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
+    p.add_argument("--seed", type=_seed, default=0, help="random seed of the inputs (an integer ≥ 0)")
     p.add_argument("--check", action="store_true", help="exit 1 if the error exceeds the dtype's tolerance")
     p.set_defaults(func=_cmd_simulate)
     p = sub.add_parser("paper", help="FA1 Fig. 2 (left and middle) next to the paper's numbers")
@@ -164,14 +232,46 @@ def _cmd_measure_missing(args) -> int:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``flashsim``: returns the exit status (0 ok, 1 check failed, 2 bad input)."""
+    """Entry point of ``flashsim``: returns the exit status (0 ok, 1 check failed or internal error, 2 bad input).
+
+    Never raises: argparse's own errors (status 2) are returned, not raised as SystemExit.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser(with_measure=argv[:1] == ["measure"])
         args, unknown = parser.parse_known_args(argv)
         if unknown and args.func is not _cmd_measure_missing:
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe raises here, inside the try, not at interpreter exit
+        return code
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2), already printed
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     except FlashsimError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("error: the host ran out of memory: use a smaller --n, fewer --heads, or count mode "
+              "(`flashsim traffic`, no --l2)", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 2
+    except Exception as e:  # a bug: one line, not a traceback (FLASHSIM_TRACEBACK=1 shows it)
+        if os.environ.get("FLASHSIM_TRACEBACK"):
+            traceback.print_exc()
+        print(f"error: internal error ({type(e).__name__}: {e}); please report it with the command line "
+              "(FLASHSIM_TRACEBACK=1 prints the traceback)", file=sys.stderr)
+        return 1
+
+
+def _silence_stdout() -> None:
+    """The reader closed the pipe (``| head``): point stdout at /dev/null so the flush at exit cannot raise."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (a test's capture): nothing to flush later
+        pass

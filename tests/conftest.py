@@ -27,3 +27,23 @@ def assert_verdicts(capsys):
             assert not check(wrong)
             assert capsys.readouterr().out.startswith("✘")
     return check_all
+
+
+# --- hypothesis profiles (issue 13) ----------------------------------------------------------------------------
+# Tests that give no max_examples of their own take it from the profile:
+# - "dev" (default at a desk): quick;
+# - "ci": at least 2,000 generated cases per run over the suite (CI=true, or under `make test`, which sets
+#   MAKELEVEL), derandomized so that a CI failure reproduces;
+# - "deep": the 20,000+ case run recorded in benchmarks/results/ (`pytest --hypothesis-profile=deep`).
+# `--hypothesis-profile NAME` or HYPOTHESIS_PROFILE=NAME picks one explicitly.
+import os as _os
+
+from hypothesis import HealthCheck as _HealthCheck, settings as _settings
+
+_common = dict(deadline=None, suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large,
+                                                     _HealthCheck.filter_too_much])
+_settings.register_profile("dev", max_examples=40, **_common)
+_settings.register_profile("ci", max_examples=200, derandomize=True, print_blob=True, **_common)
+_settings.register_profile("deep", max_examples=2500, print_blob=True, **_common)
+_settings.load_profile(_os.environ.get("HYPOTHESIS_PROFILE")
+                       or ("ci" if _os.environ.get("CI") == "true" or "MAKELEVEL" in _os.environ else "dev"))

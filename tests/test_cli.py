@@ -129,3 +129,35 @@ def test_traffic_does_not_import_torch():
     code = ("import sys; from flashsim.cli import main; main(['traffic', '--n', '64', '--d', '16', '--json']); "
             "assert 'torch' not in sys.modules and 'flashsim.measure' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+# --- issue 13, item 7: no traceback, ever ----------------------------------------------------------------------
+
+def test_negative_seed_is_refused_by_argparse(capsys):
+    code, out, err = run(capsys, "simulate", "--n", "64", "--d", "64", "--seed", "-1")
+    assert code == 2 and "seed -1 is negative" in err and "Traceback" not in err + out
+
+
+def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
+    import flashsim.model.simulator as api
+
+    def boom(*a, **k):
+        raise ZeroDivisionError("a bug")
+    monkeypatch.setattr(api, "traffic", boom)
+    code, _, err = run(capsys, "traffic", "--n", "64", "--d", "16")
+    assert code == 1 and err.startswith("error: internal error (ZeroDivisionError: a bug)") and "Traceback" not in err
+
+
+def test_measure_footprint_counts_s_and_p():
+    n, d, bh = 100000, 64, 1
+    assert cli.measure_footprint_bytes("naive", n, d) == 4 * n * d * 2 + 2 * n * n * 4
+    assert cli.measure_footprint_bytes("flash_bwd", 1024, 64, "fp32", 2, 3) == 8 * 6 * 1024 * 64 * 4 + 2 * 6 * 1024 * 4
+
+
+def test_measure_huge_naive_refused_before_allocating():
+    """`flashsim measure --kernel naive --n 100000 --d 64` (80 GB of S and P) fails at once, exit 2."""
+    env = dict(__import__("os").environ, TRITON_INTERPRET="1")
+    p = subprocess.run([sys.executable, "-m", "flashsim", "measure", "--kernel", "naive", "--n", "100000", "--d",
+                        "64"], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 2 and "GiB" in p.stderr and "smaller --n" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
