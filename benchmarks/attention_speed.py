@@ -296,12 +296,12 @@ def sweep_one(mode, d, causal, bm, bn, warps, stages, n=8192, dtype="float16", t
 # --- run, record ----------------------------------------------------------------------------------------------
 
 def versions(command: str | None = None) -> dict:
-    import flashsim.kernels  # noqa: F401,I001  (before triton: it decides TRITON_INTERPRET)
+    from flashsim.kernels.runtime import select_backend
     from flashsim.measure.provenance import run_info
+    backend = select_backend()
     info = run_info(command)
     if info["gpu"] is None:
-        info["note"] = ("no CUDA GPU: Triton interpreter (%s); timings are meaningless"
-                        % flashsim.kernels.INTERPRETER_REASON)
+        info["note"] = f"no CUDA GPU: Triton interpreter ({backend.reason}); timings are meaningless"
     return info
 
 
@@ -332,7 +332,6 @@ def table(rows: list[dict]) -> str:
 
 
 def run(args) -> dict:
-    import flashsim.kernels  # noqa: F401,I001  (before triton: it decides TRITON_INTERPRET)
     import torch
     from tqdm import tqdm
     if getattr(args, "bwd_dq_mode", None) is None:

@@ -15,8 +15,12 @@ Every variant computes exactly what ``flash_forward`` computes (checked against 
 """
 from __future__ import annotations
 
-import triton
-import triton.language as tl
+from flashsim.kernels.runtime import select_backend
+
+select_backend()          # GPU or interpreter, chosen before triton is imported (Triton reads it then)
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 
 @triton.jit

@@ -32,6 +32,10 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+from flashsim.kernels.runtime import select_backend  # noqa: E402
+
+select_backend()          # GPU or interpreter, chosen before triton is imported (Triton reads it then)
+
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 

@@ -11,53 +11,59 @@ flash_backward     07        recomputation: preprocess delta, then dK/dV, then d
 attention          05, 07    torch.autograd.Function over flash_forward + flash_backward
 =================  ========  ==========================================================
 
-Interpreter mode is decided here, once, at import: Triton reads ``TRITON_INTERPRET`` when a kernel is
-*decorated*, so it must be set before the kernel modules below are imported. If no CUDA GPU is available (and
-``TRITON_INTERPRET`` is not set already), this module sets ``TRITON_INTERPRET=1`` and says so on stderr.
-:data:`INTERPRETER` tells which mode is in force. In the interpreter the kernels take CPU tensors, fp32 or fp16
-(bf16 raises :class:`flashsim.errors.FlashsimError`); on a GPU they take CUDA tensors, fp16, bf16 or fp32.
-Block sizes are explicit arguments (no autotuning: the interpreter cannot autotune, and the IO the simulator
-predicts depends on the blocks), with per-mode defaults from :func:`default_blocks`. On a Hopper GPU, calls without
-blocks take the launch configurations tuned on an H200 (``_common.TUNED_H200``, chapter 12), and on Hopper the
-flash kernels copy tiles through tensor descriptors (TMA, ``tma=None``); in the interpreter neither happens by
-default, so :func:`flashsim.measure.count_io` sees the pointer loads the kernel view models.
-Outputs of :func:`flash_forward` and :func:`flash_backward` are NaN-filled in the interpreter, so that a test sees
-any element a kernel fails to write; on a GPU they are uninitialised, as PyTorch's are (``FLASHSIM_POISON=1``
-fills them there too: :func:`flashsim.kernels._common.output_like`).
+Where they run is decided by one explicit call, :func:`flashsim.kernels.runtime.select_backend` (the course's
+``flashsim.course.kit.session.start()`` makes it): a CUDA GPU when torch sees one, else Triton's interpreter on the
+CPU. Importing this package makes that decision through the same function if nobody made it before (Triton
+reads it when triton is imported and when a kernel is decorated, so it comes before any kernel module imports
+triton), prints nothing, and needs neither torch nor triton: the kernels are loaded when first used, and a
+:class:`flashsim.errors.FlashsimError` names ``pip install "flashsim[kernels]"`` when torch or triton is missing.
+:data:`INTERPRETER` (and :data:`INTERPRETER_REASON`) tell the decision. In the interpreter the kernels take CPU tensors, fp32 or fp16 (bf16 raises FlashsimError); on a GPU
+they take CUDA tensors, fp16, bf16 or fp32.
+
+Block sizes are explicit arguments, ``block_m`` (Q rows per tile, Triton's BLOCK_M = the paper's Br) and
+``block_n`` (K/V rows per tile, BLOCK_N = Bc); the mapping is stated once in
+:mod:`flashsim.model.attention.tiling`. There is no autotuning: the interpreter cannot autotune, and the IO the
+simulator predicts depends on the blocks. Defaults per mode come from :func:`default_blocks`; on a Hopper GPU,
+calls without blocks take the launch configurations tuned on an H200 (``_common.TUNED_H200``, chapter 12), and the
+flash kernels copy tiles through tensor descriptors (TMA, ``tma=None``). In the interpreter neither happens by
+default, so :func:`flashsim.measure.count_io` sees the pointer loads the kernel view models. Outputs of
+:func:`flash_forward` and :func:`flash_backward` are NaN-filled in the interpreter, so that a test sees any element
+a kernel fails to write; on a GPU they are uninitialised, as PyTorch's are (``FLASHSIM_POISON=1`` fills them there
+too: :func:`flashsim.kernels._common.output_like`).
 """
 from __future__ import annotations
 
-import os
-import sys
+import importlib
+
+from flashsim.kernels.runtime import Backend, select_backend
+
+#: the backend, decided here before any kernel module below imports triton (an earlier explicit
+#: ``select_backend(interpret=...)``, e.g. the course's ``session.start()``, is kept)
+BACKEND = select_backend()
+#: True when the Triton kernels run in the interpreter (CPU tensors, numpy semantics), False on a GPU
+INTERPRETER = BACKEND.interpreter
+INTERPRETER_REASON = BACKEND.reason
+
+#: public name -> the submodule that defines it (loaded on first use: those modules need torch and triton)
+_LAZY = {
+    "attention": "autograd", "FlashAttention": "autograd",
+    "flash_forward": "flash_fwd", "flash_backward": "flash_bwd",
+    "naive_attention": "naive", "tiled_matmul": "matmul", "online_softmax": "softmax",
+    "default_blocks": "_common", "interpreter_self_check": "_common",
+}
+
+__all__ = ["INTERPRETER", "INTERPRETER_REASON", "BACKEND", "Backend", "select_backend", *_LAZY]
 
 
-def _decide_interpreter() -> tuple[bool, str]:
-    env = os.environ.get("TRITON_INTERPRET")
-    if env is not None and env not in ("", "0"):
-        return True, "TRITON_INTERPRET was set by the caller"
-    try:
-        import torch
-        has_gpu = torch.cuda.is_available()
-    except Exception:  # pragma: no cover - torch is a hard dependency
-        has_gpu = False
-    if has_gpu:
-        return False, "a CUDA GPU is available: kernels compile for it"
-    os.environ["TRITON_INTERPRET"] = "1"
-    print("flashsim.kernels: no CUDA GPU found, so Triton kernels run in the interpreter (TRITON_INTERPRET=1 set)",
-          file=sys.stderr)
-    return True, "no CUDA GPU found: set TRITON_INTERPRET=1"
+def __getattr__(name: str):
+    """The kernels, imported on first use (they need torch and triton)."""
+    if name in _LAZY:
+        select_backend().require()          # a FlashsimError naming the fix when torch or triton is missing
+        value = getattr(importlib.import_module(f"flashsim.kernels.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'flashsim.kernels' has no attribute {name!r}")
 
 
-#: True when the Triton kernels run in the interpreter (CPU tensors, numpy semantics), False on a GPU.
-INTERPRETER, INTERPRETER_REASON = _decide_interpreter()
-
-from flashsim.kernels._common import default_blocks, interpreter_self_check  # noqa: E402
-from flashsim.kernels.naive import naive_attention  # noqa: E402
-from flashsim.kernels.matmul import tiled_matmul  # noqa: E402
-from flashsim.kernels.softmax import online_softmax  # noqa: E402
-from flashsim.kernels.flash_fwd import flash_forward  # noqa: E402
-from flashsim.kernels.flash_bwd import flash_backward  # noqa: E402
-from flashsim.kernels.autograd import attention, FlashAttention  # noqa: E402
-
-__all__ = ["INTERPRETER", "INTERPRETER_REASON", "attention", "FlashAttention", "flash_forward", "flash_backward",
-           "naive_attention", "tiled_matmul", "online_softmax", "default_blocks", "interpreter_self_check"]
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -8,16 +8,15 @@ import triton
 import triton.language as tl
 
 from flashsim.errors import FlashsimError
+from flashsim.kernels.runtime import interpreting, select_backend
+
+#: the backend decision, made before any kernel module below decorates a kernel (every one imports this module)
+BACKEND = select_backend().require()
 
 MAX_HEAD_DIM = 256
 _INTERP_DTYPES = (torch.float32, torch.float16)
 _GPU_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _SELF_CHECKED = False
-
-
-def interpreting() -> bool:
-    from flashsim.kernels import INTERPRETER
-    return INTERPRETER
 
 
 def next_pow2(x: int) -> int:
@@ -151,13 +150,13 @@ def check_tensors(names: tuple[str, ...], *tensors: torch.Tensor, ndim: int | No
         if dtype not in _INTERP_DTYPES:
             raise FlashsimError(f"dtype {dtype} not supported in the interpreter: use torch.float16 or torch.float32")
         if dev.type != "cpu":
-            raise FlashsimError(f"interpreter mode takes CPU tensors, got {dev}: call .cpu(), or unset TRITON_INTERPRET")
+            raise FlashsimError(f"interpreter mode takes CPU tensors, got {dev}: call .cpu()")
         interpreter_self_check()
     else:
         if dev.type != "cuda":
             raise FlashsimError(f"tensors are on {dev}, but the kernels are compiled for the GPU: move them with "
-                                ".cuda(), or run in the interpreter (set TRITON_INTERPRET=1 before importing "
-                                "flashsim.kernels)")
+                                ".cuda() (or, in a fresh process, call flashsim.kernels.select_backend(interpret=True) "
+                                "before using a kernel, to run them in the interpreter)")
         if dtype not in _GPU_DTYPES:
             raise FlashsimError(f"dtype {dtype} not supported: use torch.float16, torch.bfloat16 or torch.float32")
 
@@ -254,6 +253,3 @@ def interpreter_self_check(force: bool = False) -> None:
                             "do not work together; install the pinned versions (pip install -e .)")
     _SELF_CHECKED = True
 
-
-def env_interpret() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")

@@ -2,7 +2,6 @@
 
 No speed is asserted: timings here come from a stubbed timer or the interpreter and mean nothing.
 """
-import flashsim.kernels  # noqa: F401,I001  (before triton: decides TRITON_INTERPRET)
 import importlib.util
 import json
 import os

@@ -1,6 +1,5 @@
 """benchmarks/tune_attention.py: its configurations are valid and every kernel launcher computes the right thing
 (in the interpreter, at tiny sizes; the timing itself only runs on a GPU)."""
-import flashsim.kernels  # noqa: F401,I001  (before triton: decides TRITON_INTERPRET)
 import pytest
 
 from benchmarks import tune_attention as T

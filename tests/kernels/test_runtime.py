@@ -1,0 +1,60 @@
+"""flashsim.kernels.runtime: one explicit backend decision, no printing, clear errors (no GPU in CI)."""
+import subprocess
+import sys
+
+import pytest
+
+from flashsim.errors import FlashsimError
+from flashsim.kernels import runtime
+
+
+def _fresh(code: str, **env) -> subprocess.CompletedProcess:
+    import os
+    e = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=120)
+
+
+def test_import_prints_nothing_and_decides_the_interpreter_without_a_gpu():
+    p = _fresh("import os, flashsim.kernels as K; print(K.INTERPRETER, os.environ['TRITON_INTERPRET'])")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["True", "1"] and p.stderr == ""
+
+
+def test_session_start_prints_one_calm_line_on_stdout():
+    p = _fresh("from flashsim.course.kit import session; b = session.start(); session.start(); "
+               "import flashsim.kernels as K; assert K.INTERPRETER and b.interpreter")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines() == [
+        "No CUDA GPU: the Triton kernels run in Triton's interpreter on the CPU, at small sizes."] * 2
+    assert p.stderr == ""
+
+
+def test_caller_setting_is_respected_and_triton_first_is_a_clear_error():
+    p = _fresh("import flashsim.kernels as K; print(K.INTERPRETER_REASON)", TRITON_INTERPRET="1")
+    assert p.returncode == 0 and "TRITON_INTERPRET=1 was set by the caller" in p.stdout
+    p = _fresh("import triton; from flashsim.kernels import select_backend; select_backend()")
+    assert p.returncode != 0 and "before `import triton`" in p.stderr and "FlashsimError" in p.stderr
+
+
+def test_no_gpu_asked_for_gpu_and_a_second_conflicting_call(monkeypatch):
+    monkeypatch.setattr(runtime, "_DECIDED", None)
+    monkeypatch.setattr(runtime, "_missing", lambda: None)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(FlashsimError, match="no CUDA GPU"):
+        runtime.select_backend(interpret=False)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    b = runtime.select_backend()
+    assert b.interpreter and runtime.select_backend() is b
+    with pytest.raises(FlashsimError, match="restart"):
+        runtime.select_backend(interpret=False)
+
+
+def test_without_torch_or_triton_the_backend_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(runtime, "_DECIDED", None)
+    monkeypatch.setattr(runtime, "_missing", lambda: "triton is not installed")
+    b = runtime.select_backend()
+    assert b.kind == "unavailable" and not b.available and b.interpreter
+    assert 'pip install "flashsim[kernels]"' in b.line() and "triton is not installed" in b.line()
+    with pytest.raises(FlashsimError, match=r'pip install "flashsim\[kernels\]"'):
+        b.require()
