@@ -152,3 +152,52 @@ def get_device(device="h200", **overrides) -> Hardware:
             raise FlashsimError(f"unknown device {device!r}: use one of {device_names()}")
     overrides = {k: v for k, v in overrides.items() if v is not None}
     return hw.replace(**overrides) if overrides else hw
+
+
+# --- the preset of the GPU a measurement runs on (issue 13: predictions follow the GPU) ----------------------
+
+#: GPU names as CUDA reports them (``torch.cuda.get_device_properties(i).name``, lower case, "nvidia "/"tesla "/
+#: "geforce " dropped) -> preset: the first pattern found in the name wins
+_CUDA_NAME_PATTERNS = (("h200", "h200"), ("h100", "h100"), ("a100", "a100"), ("rtx 4090", "rtx4090"), ("t4", "t4"))
+#: the preset whose rates (bandwidth, FLOP/s) an unknown GPU borrows, by compute capability major version
+_RATES_BY_MAJOR = {7: "t4", 8: "a100", 9: "h100"}
+
+
+def _known_preset_key(name: str) -> str | None:
+    words = " ".join(w for w in str(name).lower().replace("-", " ").split() if w not in ("nvidia", "tesla", "geforce"))
+    for pattern, key in _CUDA_NAME_PATTERNS:
+        if f" {pattern} " in f" {words} ":
+            return key
+    return None
+
+
+def preset_from_properties(name: str, multiprocessors: int, l2_bytes: int, smem_per_block_bytes: int,
+                           memory_bandwidth_bytes_per_s: float | None = None,
+                           compute_capability: tuple[int, int] | None = None) -> Hardware:
+    """The Hardware a GPU with these properties is simulated as (what ``torch.cuda.get_device_properties`` says).
+
+    A known name ("Tesla T4", "NVIDIA H200", "NVIDIA A100-SXM4-40GB", ...) gives its preset unchanged, so that
+    predictions on that GPU are the ones the course shows. An unknown GPU gets a preset built from its own
+    properties: SMs, L2 and shared memory per block (SRAM) as given, DRAM bandwidth as given (else borrowed), and
+    FLOP/s borrowed from the preset of its generation (compute capability 7 -> t4, 8 -> a100, 9 and later -> h100).
+    Its ``source`` starts with "built from the device's properties" and says what was borrowed: the one-line notice
+    :func:`flashsim.measure.device.device_hardware` prints.
+    """
+    key = _known_preset_key(name)
+    if key is not None:
+        return PRESETS[key]
+    major = compute_capability[0] if compute_capability else 9
+    borrowed = _RATES_BY_MAJOR.get(major, "t4" if major < 7 else "h100")
+    rates = PRESETS[borrowed]
+    bandwidth = memory_bandwidth_bytes_per_s or rates.hbm_bandwidth_bytes_per_s
+    lent = "FLOP/s" + ("" if memory_bandwidth_bytes_per_s else " and DRAM bandwidth")
+    hw = Hardware(str(name), sram_bytes=int(smem_per_block_bytes), num_sms=int(multiprocessors),
+                  l2_bytes=int(l2_bytes), hbm_bandwidth_bytes_per_s=float(bandwidth),
+                  peak_matmul_flops=rates.peak_matmul_flops, peak_fp32_flops=rates.peak_fp32_flops,
+                  source=f"built from the device's properties ({int(multiprocessors)} SMs, "
+                         f"{int(l2_bytes) / MiB:.0f} MiB L2, {int(smem_per_block_bytes) / KiB:.0f} KiB shared memory "
+                         f"per block); {lent} of the {borrowed} preset")
+    for field_name in ("sram_bytes", "num_sms", "l2_bytes"):
+        if getattr(hw, field_name) <= 0:
+            raise FlashsimError(f"GPU {name!r}: {field_name}={getattr(hw, field_name)} must be positive")
+    return hw

@@ -26,15 +26,19 @@ the plain implementation (``ok``, see :func:`tolerance`).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from flashsim.model.dtypes import round_to
 from flashsim.errors import FlashsimError
+from flashsim.model.attention.flash import count_flash, resolve_blocks, run_flash, step_host_bytes
+from flashsim.model.attention.l2_traces import dram_bytes
+from flashsim.model.attention.reference import DEFAULT_CHUNK_BYTES, plain_attention, reference_forward_backward
+from flashsim.model.attention.standard import count_standard, resolve_eager_ops, run_standard, standard_host_bytes
+from flashsim.model.dtypes import round_to
 from flashsim.model.memory import DEFAULT_HOST_BUDGET_BYTES, Counters, Memory, check_host_budget
 from flashsim.model.problem import Problem, make_problem
+from flashsim.model.roofline import roofline
 
 __all__ = ["Traffic", "Simulation", "traffic", "simulate", "reference_outputs", "tolerance"]
 
@@ -147,23 +151,19 @@ def _count(problem: Problem, eager_ops=None):
     """Count-mode result of any algo: an object with counters, forward, backward, block_r, block_c,
     init_write_bytes."""
     if problem.algo in ("naive", "eager"):
-        from flashsim.model.attention.standard import count_standard
         return count_standard(problem, eager_ops)
-    from flashsim.model.attention.flash import count_flash
     return count_flash(problem)
 
 
 def _part(c: Counters | None, problem: Problem) -> dict | None:
     if c is None:
         return None
-    from flashsim.model.roofline import roofline
     rl = roofline(c.flops, c.hbm_bytes, problem.hardware, problem.dtype)
     return {**c.as_dict(), "hbm_bytes": c.hbm_bytes, "time_s": rl.time_s, "arithmetic_intensity":
             rl.arithmetic_intensity, "bound": rl.bound}
 
 
 def _traffic_from(problem: Problem, res, eager_ops_name: str | None, l2=None) -> Traffic:
-    from flashsim.model.roofline import roofline
     c = res.counters
     dram_r = dram_w = None
     if l2 is not None:
@@ -196,7 +196,6 @@ def _eager_name(problem: Problem, eager_ops) -> str | None:
         if eager_ops is not None:
             raise FlashsimError(f"eager_ops only applies to algo='eager', not {problem.algo!r}: drop it")
         return None
-    from flashsim.model.attention.standard import resolve_eager_ops
     return resolve_eager_ops(eager_ops).name
 
 
@@ -234,48 +233,15 @@ def tolerance(dtype: str, plain_rel_error: float) -> float:
 
 def reference_outputs(q, k, v, do=None, *, causal=False, keep=None, dropout_p=0.0, dtype=None,
                       row_chunk: int | None = None):
-    """softmax(τQKᵀ [causal mask]) [∘ keep/(1−p)] V for one head (N, d), and its gradients when `do` is given.
-
-    dtype None: float64 throughout (the exact reference). dtype "fp32"/"fp16"/"bf16": the *plain* implementation
-    in that dtype: S, P, the dropped P, O and in the backward dP, dS, dQ, dK, dV each rounded to the dtype, every
-    matmul accumulated in fp32 (what a framework's fp16 attention computes). Rows are processed in chunks, so
-    memory is O(chunk·N), not O(N²). Returns (o, (dq, dk, dv) or None).
+    """(o, (dq, dk, dv) or None) for one head (N, d): dtype None gives the float64 reference
+    (:func:`~flashsim.model.attention.reference.reference_forward_backward`), a dtype the plain implementation
+    in it (:func:`~flashsim.model.attention.reference.plain_attention`). Both live in
+    :mod:`flashsim.model.attention.reference`; this is the pair ``simulate`` compares against.
     """
-    exact = dtype is None
-    ft = np.float64 if exact else np.float32
-
-    def rnd(x):
-        return x if exact else round_to(x, dtype)
-
-    q, k, v = (np.asarray(x, ft) for x in (q, k, v))
-    n, d = q.shape
-    tau = 1.0 / math.sqrt(d)
-    row_chunk = row_chunk or max(1, min(n, (32 * 1024**2) // (8 * n)))
-    o = np.empty((n, d), ft)
-    grads = None
-    if do is not None:
-        do = np.asarray(do, ft)
-        dq, dk, dv = np.empty((n, d), ft), np.zeros((n, d), ft), np.zeros((n, d), ft)
-    with np.errstate(all="ignore"):
-        for r0 in range(0, n, row_chunk):
-            rows = slice(r0, min(r0 + row_chunk, n))
-            s = rnd((q[rows] @ k.T) * ft(tau))  # (chunk, N)
-            if causal:
-                s = np.where(np.arange(n)[None, :] > np.arange(rows.start, rows.stop)[:, None], -np.inf, s)
-            e = np.exp(s - s.max(axis=1, keepdims=True))
-            p = rnd(e / e.sum(axis=1, keepdims=True))
-            pd = rnd(p * keep[rows] / ft(1 - dropout_p)) if keep is not None else p
-            o[rows] = rnd(pd @ v)
-            if do is not None:
-                dv += pd.T @ do[rows]
-                dpd = rnd(do[rows] @ v.T)
-                dp = rnd(dpd * keep[rows] / ft(1 - dropout_p)) if keep is not None else dpd
-                ds = rnd(p * (dp - (p * dp).sum(axis=1, keepdims=True)))
-                dq[rows] = rnd((ds @ k) * ft(tau))
-                dk += ds.T @ q[rows]
-        if do is not None:
-            grads = (dq, rnd(dk * ft(tau)), rnd(dv))
-    return o, grads
+    kw = dict(keep=keep, dropout_p=dropout_p, row_chunk=row_chunk)
+    if dtype is None:
+        return reference_forward_backward(q, k, v, do, causal, **kw)
+    return plain_attention(q, k, v, do, causal, dtype=dtype, **kw)
 
 
 def _rel(x: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
@@ -318,13 +284,11 @@ def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", caus
     do = arrays[3] if problem.backward else None
     keep, note = None, ""
     if problem.algo in ("naive", "eager"):
-        from flashsim.model.attention.standard import run_standard
         if problem.dropout_p:
             keep = rng.random((problem.heads, problem.n, problem.n)) >= problem.dropout_p
         run = run_standard(problem, q, k, v, do, eager_ops=eager_ops, keep=keep, memory=memory,
                            record_events=record_events, host_budget_bytes=host_budget_bytes)
     else:
-        from flashsim.model.attention.flash import run_flash
         if problem.dropout_p:
             note = "flash step mode runs without dropout (regenerated on chip, no HBM bytes): compared without it"
         run = run_flash(problem, q, k, v, do, memory=memory, record_events=record_events)
@@ -342,10 +306,10 @@ def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", caus
         qh, kh, vh = (round_to(x[h], problem.dtype) for x in (q, k, v))
         doh = round_to(do[h], problem.dtype) if do is not None else None
         kp = keep[h] if keep is not None else None
-        ref_o, ref_g = reference_outputs(qh, kh, vh, doh, causal=problem.causal, keep=kp,
-                                         dropout_p=problem.dropout_p)
-        pl_o, pl_g = reference_outputs(qh, kh, vh, doh, causal=problem.causal, keep=kp,
-                                       dropout_p=problem.dropout_p, dtype=problem.dtype)
+        ref_o, ref_g = reference_forward_backward(qh, kh, vh, doh, problem.causal, keep=kp,
+                                                  dropout_p=problem.dropout_p)
+        pl_o, pl_g = plain_attention(qh, kh, vh, doh, problem.causal, keep=kp, dropout_p=problem.dropout_p,
+                                     dtype=problem.dtype)
         sims = [run.out[h]] + ([g[h] for g in run.grads] if problem.backward else [])
         refs = [ref_o] + (list(ref_g) if problem.backward else [])
         plains = [pl_o] + (list(pl_g) if problem.backward else [])
@@ -373,144 +337,13 @@ def _check_step_budget(problem: Problem, eager_ops, record_events: bool, budget:
     """Refuse, before allocating anything, step-mode runs whose host memory would exceed the budget."""
     n, d, h = problem.n, problem.d, problem.heads
     if problem.algo in ("naive", "eager"):
-        from flashsim.model.attention.standard import standard_host_bytes
         algo_bytes = standard_host_bytes(problem, eager_ops, record_events)
         algo_bytes += h * n * n if problem.dropout_p else 0  # the keep masks (RNG stream), 1 byte each
     else:
-        from flashsim.model.attention.flash import resolve_blocks, step_host_bytes
         br, bc = resolve_blocks(problem)
         algo_bytes = step_host_bytes(problem, br, bc, record_events)
     inputs = h * n * d * 4 * (4 if problem.backward else 3)
-    reference = 2 * 6 * 32 * 1024**2 + 8 * n * d * 8  # two chunked references: a few (chunk, N) float64 blocks
+    reference = 2 * 6 * DEFAULT_CHUNK_BYTES + 8 * n * d * 8  # two chunked references: a few (chunk, N) float64 blocks
     check_host_budget(algo_bytes + inputs + reference, budget,
                       fix=f"use a smaller n (n={n}), fewer heads (heads={h}), record_events=False, or count mode "
                           "(flashsim.traffic / `flashsim traffic`), which needs no numbers")
-
-
-# --- L2: which requested bytes reach DRAM (chapter 09) -------------------------------------------------------
-#
-# The counters above are *requested* bytes (HBM <-> SRAM with no cache in between). dram_bytes() replays each
-# kernel launch of the algorithm as a trace of tile accesses through flashsim.model.l2.simulate_l2 (its docstring
-# states the concurrency model: programs in launch order, `num_sms` resident at once, advancing in lockstep,
-# one LRU L2 of the preset's size, each launch starting cold). The programs (thread blocks) are:
-#
-#   flash2 forward      one per (head, row block i), i fastest: Q_i, then K_j, V_j per visible j; writes O_i, L_i
-#   flash1 forward      one per head (Algorithm 1's loops): per j: K_j, V_j; per visible i: Q_i, O_i, l_i, m_i
-#                       read and O_i, l_i, m_i written
-#   flash2 preprocess   one per (head, i): O_i, dO_i read, D_i written
-#   flash backward      flash2: one per (head, column block j); flash1: one per head looping over j. Per visible
-#                       tile: Q_i, dO_i, dQ_i and the statistics read, dQ_i written; dK_j, dV_j written at the end
-#   naive / eager       one launch per op, one program per head touching whole tensors (each op reads each tile
-#                       once already); the causal mask is one tensor broadcast over heads, so it hits in L2
-#
-# Heads are independent and identical, so only the first `heads_sim` heads (enough for a few waves of resident
-# programs) are replayed and the result is scaled by heads / heads_sim; the scaled requested bytes equal the
-# counters exactly whenever heads_sim divides heads (tests check requested == counters).
-
-def _l2_heads(programs_per_head: int, concurrency: int, heads: int) -> int:
-    waves = 3 * concurrency  # programs in three full waves
-    return max(1, min(heads, -(-waves // max(1, programs_per_head))))
-
-
-def _flash_launches(problem: Problem, br: int, bc: int, heads: int) -> list:
-    """Per launch, a list of programs (lists of l2.Access) for `heads` heads of a flash problem."""
-    from flashsim.model.l2 import Access
-    n, d, b, bs, algo = problem.n, problem.d, problem.elem_bytes, problem.stats_bytes, problem.algo
-    tr, tc = -(-n // br), -(-n // bc)
-    rows = [min(br, n - i * br) for i in range(tr)]
-    cols = [min(bc, n - j * bc) for j in range(tc)]
-
-    def visible(i):  # K/V blocks row block i computes (docs/design.md's causal rule)
-        return range(min((min((i + 1) * br, n) - 1) // bc + 1, tc) if problem.causal else tc)
-
-    def first_row(j):
-        return (j * bc) // br if problem.causal else 0
-
-    def rd(key, nbytes):
-        return Access(key, nbytes, False)
-
-    def wr(key, nbytes):
-        return Access(key, nbytes, True)
-
-    launches = []
-    if algo == "flash2":
-        launches.append([[rd(("Q", h, i), rows[i] * d * b)]
-                         + [a for j in visible(i) for a in (rd(("K", h, j), cols[j] * d * b),
-                                                            rd(("V", h, j), cols[j] * d * b))]
-                         + [wr(("O", h, i), rows[i] * d * b), wr(("L", h, i), rows[i] * bs)]
-                         for h in range(heads) for i in range(tr)])
-    else:
-        progs = []
-        for h in range(heads):
-            acc = []
-            for j in range(tc):
-                acc += [rd(("K", h, j), cols[j] * d * b), rd(("V", h, j), cols[j] * d * b)]
-                for i in range(first_row(j), tr):
-                    r = rows[i]
-                    acc += [rd(("Q", h, i), r * d * b), rd(("O", h, i), r * d * b), rd(("l", h, i), r * bs),
-                            rd(("m", h, i), r * bs), wr(("O", h, i), r * d * b), wr(("l", h, i), r * bs),
-                            wr(("m", h, i), r * bs)]
-            progs.append(acc)
-        launches.append(progs)
-    if problem.backward:
-        stats = ["L", "D"] if algo == "flash2" else ["m", "l"]
-        if algo == "flash2":
-            launches.append([[rd(("O", h, i), rows[i] * d * b), rd(("dO", h, i), rows[i] * d * b),
-                              wr(("D", h, i), rows[i] * bs)] for h in range(heads) for i in range(tr)])
-
-        def column_block(h, j):
-            acc = [rd(("K", h, j), cols[j] * d * b), rd(("V", h, j), cols[j] * d * b)]
-            for i in range(first_row(j), tr):
-                r = rows[i]
-                acc += [rd(("Q", h, i), r * d * b), rd(("dO", h, i), r * d * b), rd(("dQ", h, i), r * d * b)]
-                if algo == "flash1":
-                    acc.append(rd(("O", h, i), r * d * b))
-                acc += [rd((s, h, i), r * bs) for s in stats] + [wr(("dQ", h, i), r * d * b)]
-            return acc + [wr(("dK", h, j), cols[j] * d * b), wr(("dV", h, j), cols[j] * d * b)]
-
-        if algo == "flash2":
-            launches.append([column_block(h, j) for h in range(heads) for j in range(tc)])
-        else:
-            launches.append([[a for j in range(tc) for a in column_block(h, j)] for h in range(heads)])
-    return launches
-
-
-def _standard_launches(problem: Problem, program, heads: int) -> list:
-    """One launch per op of a naive/eager program; one program per head touching whole tensors."""
-    from flashsim.model.l2 import Access
-    from flashsim.model.memory import storage_bytes
-    n, d = problem.n, problem.d
-
-    def size(name):
-        return (n * n if program.shapes[name] == "nn" else n * d) * storage_bytes(program.dtypes[name])
-
-    def key(name, h):
-        return (name,) if name == "causal_mask" else (name, h)  # the mask is broadcast over heads
-
-    launches = []
-    for op in program.forward + program.backward:
-        outs = [op.out] + ([op.extra_out] if op.extra_out else [])
-        launches.append([[Access(key(x, h), size(x), False) for x in op.ins]
-                         + [Access(key(x, h), size(x), True) for x in outs] for h in range(heads)])
-    return launches
-
-
-def dram_bytes(problem: Problem, res):
-    """The L2 model's result (flashsim.model.l2.L2Result, all heads) for a count- or step-mode result `res`."""
-    from flashsim.model.l2 import L2Result, simulate_l2
-    hw = problem.hardware
-    if problem.algo in ("naive", "eager"):
-        per_head = 1
-        sim_heads = _l2_heads(per_head, hw.num_sms, problem.heads)
-        launches = _standard_launches(problem, res.program, sim_heads)
-    else:
-        tiles = -(-problem.n // min(res.block_r, res.block_c))
-        per_head = 1 if problem.algo == "flash1" else tiles
-        sim_heads = _l2_heads(per_head, hw.num_sms, problem.heads)
-        launches = _flash_launches(problem, res.block_r, res.block_c, sim_heads)
-    total = L2Result()
-    for progs in launches:
-        total = total + simulate_l2(progs, hw.l2_bytes, hw.num_sms)
-    scale = problem.heads / sim_heads
-    return L2Result(*(int(round(x * scale)) for x in (total.requested_read_bytes, total.requested_write_bytes,
-                                                        total.dram_read_bytes, total.dram_write_bytes)))

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from flashsim.model.attention.flash import (
-    count_flash, reference_attention, reference_attention_grads, resolve_blocks, run_flash, sram_peak_bytes,
-    sram_tile_bytes)
+    count_flash, resolve_blocks, run_flash, sram_peak_bytes, sram_tile_bytes)
+from flashsim.model.attention.flash.forward import round_up
+from flashsim.model.attention.reference import plain_attention, reference_attention, reference_attention_grads
+from flashsim.model.dtypes import round_to
 from flashsim.errors import FlashsimError, MemoryBudgetError, SramCapacityError
 from flashsim.model.attention.closed_forms.flash import fa1_paper_hbm_elements, flash_bytes, tile_sums
 from flashsim.model.memory import Memory
@@ -204,7 +206,8 @@ def test_low_precision_error_at_most_twice_plain(algo, dtype, grad_tol, causal):
     run = run_flash(make_problem(algo, n, d, block_r=32, block_c=16, heads=2, dtype=dtype, causal=causal,
                                  backward=True), q, k, v, do)
     exact = reference_attention(q, k, v, causal)
-    plain = reference_attention(q, k, v, causal, dtype)
+    plain = plain_attention(*(round_to(np.asarray(x, np.float32), dtype) for x in (q, k, v)), causal=causal,
+                            dtype=dtype)[0]
     assert _rel(run.out, exact) <= 2 * _rel(plain, exact)
     for got, want in zip(run.grads, reference_attention_grads(q, k, v, do, causal)):
         assert _rel(got, want) <= grad_tol
@@ -291,12 +294,10 @@ def test_two_d_inputs_and_own_memory_with_callback():
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
 def test_stored_max_is_rounded_up(dtype):
     """flash1 stores m rounded *up* to the stats dtype, so e^(S − m) ≤ 1 even with fp16/bf16 statistics."""
-    from flashsim.model.attention.flash import _round_up
-    from flashsim.model.dtypes import round_to
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.standard_normal(500) * 10 ** rng.uniform(-3, 4, 500), [0.0, -0.0, 1e-30, -1e-30]])
     x = x.astype(np.float32)
-    up = _round_up(x, dtype)
+    up = round_up(x, dtype)
     assert (up >= x).all() and (round_to(up, dtype) == up).all()
     if dtype != "fp32":  # and it is the nearest such value: rounding to nearest never lands strictly between
         near = round_to(x, dtype)

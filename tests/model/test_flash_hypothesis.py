@@ -4,7 +4,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flashsim.model.attention.flash import count_flash, reference_attention, reference_attention_grads, run_flash
+from flashsim.model.attention.flash import count_flash, run_flash
+from flashsim.model.attention.reference import reference_attention, reference_attention_grads
 from flashsim.model.attention.closed_forms.flash import flash_bytes
 from flashsim.model.problem import make_problem
 

@@ -8,7 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flashsim
-from flashsim.model.simulator import Traffic, dram_bytes, reference_outputs, simulate, tolerance, traffic
+from flashsim.model.attention.l2_traces import dram_bytes
+from flashsim.model.attention.reference import plain_attention, reference_attention
+from flashsim.model.simulator import Traffic, simulate, tolerance, traffic
 from flashsim.errors import FlashsimError, MemoryBudgetError, SramCapacityError
 
 ALGOS = ["naive", "eager", "flash1", "flash2"]
@@ -118,7 +120,7 @@ def test_simulate_hypothesis_finite_and_consistent(algo, n, d, br, bc, causal, b
     from flashsim.model.dtypes import UNIT_ROUNDOFF, round_to
     rng = np.random.default_rng(seed)
     q, k, v = (round_to(rng.standard_normal((1, n, d), dtype=np.float32)[0], dtype) for _ in range(3))
-    ref, _ = reference_outputs(q, k, v, causal=causal)
+    ref = reference_attention(q, k, v, causal)
     assert np.abs(sim.out[0] - ref).max() <= 32 * UNIT_ROUNDOFF[dtype] * np.abs(v).max()
 
 
@@ -135,7 +137,7 @@ def test_extreme_scores_fp16_finite_where_reference_finite(algo):
     ops = "megatron2020" if algo == "eager" else None
     sim = simulate(algo, n, d, dtype="fp16", causal=True, inputs=(q, k, v), block_r=16, block_c=16,
                    eager_ops=ops)
-    ref, _ = reference_outputs(q[0], k[0], v[0], causal=True)
+    ref = reference_attention(q[0], k[0], v[0], True)
     assert np.isfinite(ref).all() and np.isfinite(sim.out).all()
     assert sim.ok
 
@@ -147,11 +149,11 @@ def test_tolerance_rule():
     assert tolerance("bf16", 0.0) == 1e-6
 
 
-def test_reference_outputs_chunked_equals_unchunked():
+def test_plain_attention_chunked_equals_unchunked():
     rng = np.random.default_rng(1)
     q, k, v, do = (rng.standard_normal((50, 8)) for _ in range(4))
-    a = reference_outputs(q, k, v, do, causal=True, row_chunk=7)
-    b = reference_outputs(q, k, v, do, causal=True, row_chunk=50)
+    a = plain_attention(q, k, v, do, True, dtype="fp16", row_chunk=7)
+    b = plain_attention(q, k, v, do, True, dtype="fp16", row_chunk=50)
     assert np.allclose(a[0], b[0]) and all(np.allclose(x, y) for x, y in zip(a[1], b[1]))
 
 
@@ -285,6 +287,6 @@ def test_extreme_scores_hypothesis(algo, n, d, block, causal, dtype, magnitude, 
     sim = simulate(algo, n, d, block_r=block, block_c=block, dtype=dtype, causal=causal, inputs=(q, k, v),
                    eager_ops=ops, record_events=False)
     from flashsim.model.dtypes import round_to
-    ref, _ = reference_outputs(*(round_to(x[0], dtype) for x in (q, k, v)), causal=causal)
+    ref = reference_attention(*(round_to(x[0], dtype) for x in (q, k, v)), causal)
     finite = np.isfinite(ref)
     assert np.isfinite(sim.out[0][finite]).all()

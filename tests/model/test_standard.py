@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from flashsim.model.attention.standard import (EAGER_PRESETS, NAIVE_OPS, EagerOps, build_program, count_standard,
                                           run_standard)
-from flashsim.model.simulator import reference_outputs
+from flashsim.model.attention.reference import plain_attention, reference_attention, reference_forward_backward
 from flashsim.errors import FlashsimError, MemoryBudgetError, SramCapacityError
 from flashsim.model.attention.closed_forms.standard import eager_io, naive_io, standard_io
 from flashsim.model.problem import make_problem
@@ -125,8 +125,8 @@ def _one_head_errors(algo, dtype, ops=None, n=64, d=16, causal=True, seed=1, sca
     r = run_standard(p, q, k, v, do, eager_ops=ops)
     from flashsim.model.dtypes import round_to
     qr, kr, vr, dor = (round_to(x[0], dtype) for x in (q, k, v, do))
-    ref_o, ref_g = reference_outputs(qr, kr, vr, dor, causal=causal)
-    pl_o, pl_g = reference_outputs(qr, kr, vr, dor, causal=causal, dtype=dtype)
+    ref_o, ref_g = reference_forward_backward(qr, kr, vr, dor, causal)
+    pl_o, pl_g = plain_attention(qr, kr, vr, dor, causal, dtype=dtype)
     errs = [np.abs(a - b).max() / np.abs(b).max() for a, b in zip([r.out[0]] + [g[0] for g in r.grads],
                                                                   [ref_o, *ref_g])]
     plain = [np.abs(a - b).max() / np.abs(b).max() for a, b in zip([pl_o, *pl_g], [ref_o, *ref_g])]
@@ -172,7 +172,7 @@ def test_extreme_scores_fp16_finite(algo, ops):
     r = run_standard(p, q, k, v, do, eager_ops=ops)
     assert np.abs(r.memory.hbm("S")).max() == pytest.approx(1e4, rel=1e-3)
     assert np.isfinite(r.out).all() and all(np.isfinite(g).all() for g in r.grads)
-    ref_o, _ = reference_outputs(q[0], k[0], v[0], causal=True)
+    ref_o = reference_attention(q[0], k[0], v[0], True)
     assert np.abs(r.out[0] - ref_o).max() <= 4e-3 * np.abs(ref_o).max()
 
 

@@ -40,8 +40,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flashsim.model.blas import single_blas_thread
 from flashsim.errors import FlashsimError
+from flashsim.model.attention.online_softmax import online_softmax_update
+from flashsim.model.attention.visibility import block_sizes, causal_mask
+from flashsim.model.blas import single_blas_thread
 from flashsim.model.memory import (MASK_DTYPE, Counters, Memory, check_host_budget, check_tile_set_fits,
                       largest_fitting_block, storage_bytes)
 from flashsim.model.problem import Problem
@@ -215,14 +217,6 @@ def _program_for(problem: Problem, eager_ops=None) -> tuple[Program, EagerOps]:
 
 # --- tiles and SRAM ------------------------------------------------------------------------------------------
 
-def _block_sizes(n: int, block: int) -> np.ndarray:
-    """Rows of each block: [B, B, ..., N − (T−1)·B] (ragged N: the last block holds only the real rows)."""
-    t = -(-n // block)
-    sizes = np.full(t, block, dtype=np.int64)
-    sizes[-1] = n - (t - 1) * block
-    return sizes
-
-
 def _tile_set(op: Op, prog: Program, r: int, c: int, d: int) -> dict:
     """SRAM an op holds for one r×c tile (r rows of the row block, c columns of the column block), in bytes."""
     b = {name: storage_bytes(dt) for name, dt in prog.dtypes.items()}
@@ -346,7 +340,7 @@ def count_standard(problem: Problem, eager_ops=None) -> StandardCount:
     """Count mode: the counters of naive or eager attention over all heads, no numbers (chapter 02)."""
     prog, ops = _program_for(problem, eager_ops)
     br, bc = resolve_standard_blocks(problem, ops)
-    r, c = _block_sizes(problem.n, br), _block_sizes(problem.n, bc)
+    r, c = block_sizes(problem.n, br), block_sizes(problem.n, bc)
     fwd = Counters()
     for op in prog.forward:
         _count_op(op, prog, r, c, problem.d, fwd)
@@ -548,9 +542,7 @@ class _StepContext:
             for j, cj in self.cols:
                 s = self._masked(mem.load(x_name, rows=ri, cols=cj, tile=(i, j), as_name="x", count_once=True),
                                  op, ri, cj)
-                m_new = np.maximum(m, s.max(axis=1))
-                l = l * np.exp(m - m_new) + np.exp(s - m_new[:, None]).sum(axis=1)
-                m = m_new
+                m, l, _ = online_softmax_update(m, l, None, s, None)  # statistics only: P is written in pass 2
                 mem.compute(0, tensor=op.out, tile=(i, j), note="online max and sum", stats={"m": m.copy(),
                                                                                          "l": l.copy()})
                 mem.free("x")
@@ -567,7 +559,7 @@ class _StepContext:
     def _masked(self, s: np.ndarray, op: Op, ri: slice, cj: slice) -> np.ndarray:
         if not op.mask:
             return s
-        future = np.arange(cj.start, cj.stop)[None, :] > np.arange(ri.start, ri.stop)[:, None]
+        future = causal_mask(ri.start, ri.stop - ri.start, cj.start, cj.stop - cj.start, always=True)
         return np.where(future, np.float32(-np.inf), s)
 
     def _softmax_bwd(self, op: Op) -> None:  # D = rowsum(P ∘ dP) in pass 1, dX = P ∘ (dP − D) in pass 2

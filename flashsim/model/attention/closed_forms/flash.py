@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from flashsim.model.attention.visibility import block_sizes, n_blocks, visible_col_blocks, visible_key_rows
+
 ACC_BYTES = 4  # fp32 on-chip tiles and accumulators
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def tile_sums(n: int, block_r: int, block_c: int, causal: bool) -> tuple[int, int, int]:
@@ -33,14 +31,13 @@ def tile_sums(n: int, block_r: int, block_c: int, causal: bool) -> tuple[int, in
     Σ tile rows counts, for each computed tile, the rows of its Q block (what re-reading Q_i per tile costs);
     Σ tile cols the rows of its K/V block; Σ rows·cols its S entries (FLOPs).
     """
-    tr, tc = _ceil_div(n, block_r), _ceil_div(n, block_c)
+    tr, tc = n_blocks(n, block_r), n_blocks(n, block_c)
     if not causal:
         return n * tc, n * tr, n * n
     i = np.arange(tr, dtype=np.int64)
-    r = np.minimum(block_r, n - i * block_r)  # rows of row block i (last one ragged)
-    last_row = np.minimum((i + 1) * block_r, n) - 1  # R_i
-    j_vis = last_row // block_c + 1  # J_i: column blocks 0 … J_i − 1 are computed
-    c_vis = np.minimum(j_vis * block_c, n)  # C_i: key rows they cover
+    r = block_sizes(n, block_r)  # rows of row block i (last one ragged)
+    j_vis = visible_col_blocks(i, block_r, block_c, n)  # J_i: column blocks 0 … J_i − 1 are computed
+    c_vis = visible_key_rows(i, block_r, block_c, n)  # C_i: key rows they cover
     return int((r * j_vis).sum()), int(c_vis.sum()), int((r * c_vis).sum())
 
 
@@ -201,5 +198,5 @@ def flash_bytes(algo: str, n: int, d: int, block_r: int, block_c: int, dtype_byt
 def fa1_paper_hbm_elements(n: int, d: int, block_c: int) -> int:
     """FA1 §3.1's count for Algorithm 1: 2Nd + Tc·(3Nd + 4N) elements (K, V once; Q, O, l, m read and O, l, m
     written per column block). Equals flash1_forward_bytes(..., causal=False) summed, with b = bs = 1."""
-    tc = _ceil_div(n, block_c)
+    tc = n_blocks(n, block_c)
     return 2 * n * d + tc * (3 * n * d + 4 * n)

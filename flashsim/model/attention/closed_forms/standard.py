@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from flashsim.model.attention.standard import resolve_eager_ops
 from flashsim.model.dtypes import canonical_dtype, dtype_bytes
 
 __all__ = ["StandardIO", "naive_io", "eager_io", "standard_io"]
@@ -110,7 +111,6 @@ def standard_io(algo: str, n: int, d: int, dtype="fp16", *, causal: bool = False
     """Closed form for algo "naive" or "eager" (eager_ops: an EagerOps or preset name, default "pytorch")."""
     if algo == "naive":
         return naive_io(n, d, dtype, backward, heads)
-    from flashsim.model.attention.standard import resolve_eager_ops
     ops = resolve_eager_ops(eager_ops)
     return eager_io(n, d, dtype, fuse_scale=ops.fuse_scale, fuse_mask_softmax=ops.fuse_mask_softmax,
                     upcast=ops.upcast, causal=causal, dropout=dropout, backward=backward, heads=heads)
