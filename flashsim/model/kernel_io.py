@@ -9,17 +9,15 @@ reach DRAM.
 Kernels and their shapes (``kernel`` names, as the CLI spells them):
 
 * ``flash_fwd``: Q, K, V (batch, heads, n, d) -> O, LSE. One launch.
-* ``flash_bwd``: three launches (preprocess, dK/dV, dQ). With ``dq_mode="atomic"`` (the opt-in FA2 backward,
-  see :mod:`flashsim.kernels.flash_bwd`): two launches, preprocess and ``_bwd_dkdv``, which then also adds each Q
-  row block's dQ share into an fp32 dQ buffer with ``tl.atomic_add`` once per K/V row block that sees it. An
-  atomic add is a read-modify-write done in L2: its fp32 elements are counted both as load bytes and as store
-  bytes of ``DQ`` (as :func:`flashsim.measure.count_io` counts them).
-  The final cast of that buffer to q's dtype is a torch op, not a Triton launch, and is not counted.
+* ``flash_bwd``: three launches (preprocess, dK/dV, dQ).
 * ``naive``: three launches (S = Q Kᵀ, softmax, P V); S and P fp32 (batch, heads, n, n), written in full
   also when causal (only the Q Kᵀ products and P V tiles above the diagonal are skipped).
 * ``tiled_matmul``: A (n, d) @ B (d, n) -> C (n, n), ``block_k`` (default 32) along d; causal: C's tiles on or
   below the diagonal.
 * ``online_softmax``: X (n, n) -> P (n, n), LSE (n,); causal skips column tiles past the diagonal.
+
+Block sizes are the kernels' ``block_m`` (BLOCK_M, the paper's Br) and ``block_n`` (BLOCK_N, Bc): see
+:mod:`flashsim.model.attention.visibility`, which also holds the causal rule every count below uses.
 
 >>> kernel_io("flash_fwd", n=256, d=64, block_m=32, block_n=32, dtype="fp16").load_bytes
 557056
@@ -30,29 +28,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from flashsim.model.dtypes import dtype_bytes
 from flashsim.errors import FlashsimError
+from flashsim.model.attention.visibility import (block_extent, first_visible_row_block, n_blocks, tile_visible,
+                                                 visible_col_blocks, visible_key_rows)
+from flashsim.model.dtypes import dtype_bytes
+from flashsim.model.hardware import get_device
 from flashsim.model.l2 import Access, L2Result, simulate_l2
 
 KERNELS = ("naive", "tiled_matmul", "online_softmax", "flash_fwd", "flash_bwd")
 F32 = 4
-#: flash_bwd's two backward variants (see :func:`flashsim.kernels.flash_backward`)
-DQ_MODES = ("separate", "atomic")
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _rows(i: int, block: int, n: int) -> int:
-    """Valid rows of block i of a length-n axis tiled by `block`."""
-    return max(0, min(block, n - i * block))
-
-
-def _causal_kv_rows(i: int, bm: int, bn: int, n: int) -> int:
-    """K/V rows a causal Q row block i loads: whole BLOCK_N tiles up to the diagonal, masked at n."""
-    hi = min((i + 1) * bm, n)
-    return min(cdiv(hi, bn) * bn, n)
 
 
 @dataclass
@@ -103,30 +87,15 @@ def _check(kernel, n, d, block_m, block_n, dtype):
     return dtype_bytes(dtype)
 
 
-def _check_dq_mode(kernel, dq_mode):
-    if dq_mode not in DQ_MODES:
-        raise FlashsimError(f"dq_mode={dq_mode!r}: use one of {list(DQ_MODES)}")
-    if dq_mode != "separate" and kernel != "flash_bwd":
-        raise FlashsimError(f"dq_mode={dq_mode!r} applies to kernel 'flash_bwd' only, not {kernel!r}")
-
-
 def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
-              batch: int = 1, heads: int = 1, block_k: int = 32, dq_mode: str = "separate") -> KernelIO:
-    """Closed-form bytes each launch of ``kernel`` requests from global memory (see the module docstring).
-
-    ``dq_mode`` ("separate" or "atomic", flash_bwd only): which backward; atomic adds to dQ count as fp32 load
-    and store bytes of ``DQ``.
-    """
+              batch: int = 1, heads: int = 1, block_k: int = 32) -> KernelIO:
+    """Closed-form bytes each launch of ``kernel`` requests from global memory (see the module docstring)."""
     es = _check(kernel, n, d, block_m, block_n, dtype)
-    _check_dq_mode(kernel, dq_mode)
     bh = batch * heads
     N, bm, bn = n, block_m, block_n
-    tm, tn = cdiv(N, bm), cdiv(N, bn)
+    tm, tn = n_blocks(N, bm), n_blocks(N, bn)
     nd = N * d * es
-    if causal:
-        kv_rows = sum(_causal_kv_rows(i, bm, bn, N) for i in range(tm))     # K/V rows loaded over all Q blocks
-    else:
-        kv_rows = tm * N
+    kv_rows = sum(visible_key_rows(i, bm, bn, N, causal) for i in range(tm))  # K/V rows loaded over all Q blocks
     launches = []
     if kernel == "flash_fwd":
         L = LaunchIO("_flash_fwd_kernel")
@@ -144,39 +113,31 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         KV = LaunchIO("_bwd_dkdv")
         KV.add("load", "K", bh * nd)
         KV.add("load", "V", bh * nd)
-        if causal:
-            q_rows = sum(N - (j * bn // bm) * bm for j in range(tn))
-        else:
-            q_rows = tn * N
+        q_rows = sum(N - first_visible_row_block(j, bm, bn, causal) * bm for j in range(tn))
         KV.add("load", "Q", bh * q_rows * d * es)
         KV.add("load", "LSE", bh * q_rows * F32)
         KV.add("load", "DO", bh * q_rows * d * es)
         KV.add("load", "DELTA", bh * q_rows * F32)
-        if dq_mode == "atomic":
-            KV.add("load", "DQ", bh * q_rows * d * F32)       # atomic add: reads dQ (fp32) in L2 ...
-            KV.add("store", "DQ", bh * q_rows * d * F32)      # ... and writes it back, once per K/V row block
         KV.add("store", "DK", bh * nd)
         KV.add("store", "DV", bh * nd)
-        launches = [P, KV]                               # dq_mode="atomic": dQ came from the K/V pass
-        if dq_mode == "separate":
-            DQ = LaunchIO("_bwd_dq")
-            DQ.add("load", "Q", bh * nd)
-            DQ.add("load", "DO", bh * nd)
-            DQ.add("load", "LSE", bh * N * F32)
-            DQ.add("load", "DELTA", bh * N * F32)
-            DQ.add("load", "K", bh * kv_rows * d * es)
-            DQ.add("load", "V", bh * kv_rows * d * es)
-            DQ.add("store", "DQ", bh * nd)
-            launches.append(DQ)
+        DQ = LaunchIO("_bwd_dq")
+        DQ.add("load", "Q", bh * nd)
+        DQ.add("load", "DO", bh * nd)
+        DQ.add("load", "LSE", bh * N * F32)
+        DQ.add("load", "DELTA", bh * N * F32)
+        DQ.add("load", "K", bh * kv_rows * d * es)
+        DQ.add("load", "V", bh * kv_rows * d * es)
+        DQ.add("store", "DQ", bh * nd)
+        launches = [P, KV, DQ]
     elif kernel == "naive":
         S = LaunchIO("_scores_kernel")
         q_rows = k_rows = 0
         for i in range(tm):
             for j in range(tn):
-                if causal and j * bn > i * bm + bm - 1:
+                if not tile_visible(i, j, bm, bn, N, causal):
                     continue
-                q_rows += _rows(i, bm, N)
-                k_rows += _rows(j, bn, N)
+                q_rows += block_extent(i, bm, N)
+                k_rows += block_extent(j, bn, N)
         S.add("load", "Q", bh * q_rows * d * es)
         S.add("load", "K", bh * k_rows * d * es)
         S.add("store", "S", bh * N * N * F32)           # causal too: tiles above the diagonal store -inf
@@ -184,7 +145,7 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         SM.add("load", "S", bh * N * N * F32)
         SM.add("store", "P", bh * N * N * F32)
         PV = LaunchIO("_pv_kernel")
-        p_el = sum(_rows(i, bm, N) * (_causal_kv_rows(i, bm, bn, N) if causal else N) for i in range(tm))
+        p_el = sum(block_extent(i, bm, N) * visible_key_rows(i, bm, bn, N, causal) for i in range(tm))
         PV.add("load", "P", bh * p_el * F32)
         PV.add("load", "V", bh * kv_rows * d * es)
         PV.add("store", "O", bh * nd)
@@ -195,17 +156,17 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         a_rows = b_cols = 0
         for i in range(tm):
             for j in range(tn):
-                if causal and j * bn > i * bm + bm - 1:
+                if not tile_visible(i, j, bm, bn, N, causal):
                     continue
-                a_rows += _rows(i, bm, M)
-                b_cols += _rows(j, bn, Nc)
+                a_rows += block_extent(i, bm, M)
+                b_cols += block_extent(j, bn, Nc)
         L.add("load", "A", a_rows * K * es)
         L.add("load", "B", b_cols * K * es)
-        L.add("store", "C", (sum(_rows(i, bm, M) * _rows(j, bn, Nc) for i in range(tm) for j in range(tn)
-                                 if not (causal and j * bn > i * bm + bm - 1))) * es)
+        L.add("store", "C", (sum(block_extent(i, bm, M) * block_extent(j, bn, Nc) for i in range(tm) for j in range(tn)
+                                 if tile_visible(i, j, bm, bn, N, causal))) * es)
         launches = [L]
     elif kernel == "online_softmax":
-        elems = sum(_rows(i, bm, N) * (_causal_kv_rows(i, bm, bn, N) if causal else N) for i in range(tm))
+        elems = sum(block_extent(i, bm, N) * visible_key_rows(i, bm, bn, N, causal) for i in range(tm))
         L = LaunchIO("_online_softmax_kernel")
         L.add("load", "X", 2 * elems * es)
         L.add("store", "P", elems * es)
@@ -217,22 +178,18 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
 # --- tile traces for the L2 model ---------------------------------------------------------------------------
 
 def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
-                 batch: int = 1, heads: int = 1, block_k: int = 32, softmax_rows: int | None = None,
-                 dq_mode: str = "separate"):
+                 batch: int = 1, heads: int = 1, block_k: int = 32, softmax_rows: int | None = None):
     """Per launch: (launch name, list of programs in launch order, each a list of :class:`flashsim.model.l2.Access`).
 
     Tile byte counts are the masked bytes of each load/store, so each launch's trace sums to :func:`kernel_io`.
-    (``dq_mode="atomic"``: each atomic add to dQ is one read and one write access of its fp32 tile.)
     """
     es = _check(kernel, n, d, block_m, block_n, dtype)
-    _check_dq_mode(kernel, dq_mode)
     bh_n = batch * heads
     N, bm, bn = n, block_m, block_n
-    tm, tn = cdiv(N, bm), cdiv(N, bn)
+    tm, tn = n_blocks(N, bm), n_blocks(N, bn)
 
-    def kv_blocks(i):
-        hi = min((i + 1) * bm, N) if causal else N
-        return range(cdiv(hi, bn))
+    def kv_blocks(i):  # the K/V blocks Q row block i visits
+        return range(visible_col_blocks(i, bm, bn, N, causal))
 
     out = []
     # causal flash_fwd and _bwd_dq launch their Q row blocks last first (the longest programs first)
@@ -241,10 +198,10 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         progs = []
         for h in range(bh_n):
             for i in q_order:
-                r = _rows(i, bm, N)
+                r = block_extent(i, bm, N)
                 p = [Access(("Q", h, i), r * d * es)]
                 for j in kv_blocks(i):
-                    c = _rows(j, bn, N) * d * es
+                    c = block_extent(j, bn, N) * d * es
                     p += [Access(("K", h, j), c), Access(("V", h, j), c)]
                 p += [Access(("O", h, i), r * d * es, True), Access(("LSE", h, i), r * F32, True)]
                 progs.append(p)
@@ -253,40 +210,30 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         pre = []
         for h in range(bh_n):
             for i in range(tm):
-                r = _rows(i, bm, N)
+                r = block_extent(i, bm, N)
                 pre.append([Access(("O", h, i), r * d * es), Access(("DO", h, i), r * d * es),
                             Access(("DELTA", h, i), r * F32, True)])
         out.append(("_bwd_preprocess", pre))
         dkdv = []
         for h in range(bh_n):
             for j in range(tn):
-                c = _rows(j, bn, N)
+                c = block_extent(j, bn, N)
                 p = [Access(("K", h, j), c * d * es), Access(("V", h, j), c * d * es)]
-                lo = (j * bn // bm) if causal else 0
-                for i in range(lo, tm):
-                    r = _rows(i, bm, N)
+                for i in range(first_visible_row_block(j, bm, bn, causal), tm):
+                    r = block_extent(i, bm, N)
                     p += [Access(("Q", h, i), r * d * es), Access(("LSE", h, i), r * F32),
                           Access(("DO", h, i), r * d * es), Access(("DELTA", h, i), r * F32)]
                 p += [Access(("DK", h, j), c * d * es, True), Access(("DV", h, j), c * d * es, True)]
                 dkdv.append(p)
-        if dq_mode == "atomic":
-            for p in dkdv:       # after each Q block's DELTA read: an atomic read-modify-write of its dQ tile
-                q_at = [i for i, a in enumerate(p) if a.key[0] == "DELTA"]
-                for i in reversed(q_at):
-                    key = ("DQ",) + p[i].key[1:]
-                    r = p[i].nbytes // F32
-                    p[i + 1:i + 1] = [Access(key, r * d * F32), Access(key, r * d * F32, True)]
-            out.append(("_bwd_dkdv", dkdv))
-            return out
         out.append(("_bwd_dkdv", dkdv))
         dq = []
         for h in range(bh_n):
             for i in q_order:
-                r = _rows(i, bm, N)
+                r = block_extent(i, bm, N)
                 p = [Access(("Q", h, i), r * d * es), Access(("DO", h, i), r * d * es),
                      Access(("LSE", h, i), r * F32), Access(("DELTA", h, i), r * F32)]
                 for j in kv_blocks(i):
-                    c = _rows(j, bn, N) * d * es
+                    c = block_extent(j, bn, N) * d * es
                     p += [Access(("K", h, j), c), Access(("V", h, j), c)]
                 p.append(Access(("DQ", h, i), r * d * es, True))
                 dq.append(p)
@@ -296,8 +243,8 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         for h in range(bh_n):
             for j in range(tn):
                 for i in range(tm):
-                    r, c = _rows(i, bm, N), _rows(j, bn, N)
-                    if causal and j * bn > i * bm + bm - 1:
+                    r, c = block_extent(i, bm, N), block_extent(j, bn, N)
+                    if not tile_visible(i, j, bm, bn, N, causal):
                         sc.append([Access(("S", h, i, j), r * c * F32, True)])
                         continue
                     sc.append([Access(("Q", h, i), r * d * es), Access(("K", h, j), c * d * es),
@@ -306,17 +253,17 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         rows = softmax_rows if softmax_rows else max(1, min(16, 16384 // (1 << max(0, N - 1).bit_length())))
         sm = []
         for h in range(bh_n):
-            for i in range(cdiv(N, rows)):
+            for i in range(n_blocks(N, rows)):
                 el = (min(N, (i + 1) * rows) - i * rows) * N
                 sm.append([Access(("S", h, i), el * F32), Access(("P", h, i), el * F32, True)])
         out.append(("_softmax_kernel", sm))
         pv = []
         for h in range(bh_n):
             for i in range(tm):
-                r = _rows(i, bm, N)
+                r = block_extent(i, bm, N)
                 p = []
                 for j in kv_blocks(i):
-                    c = _rows(j, bn, N)
+                    c = block_extent(j, bn, N)
                     p += [Access(("P", h, i, j), r * c * F32), Access(("V", h, j), c * d * es)]
                 p.append(Access(("O", h, i), r * d * es, True))
                 pv.append(p)
@@ -325,10 +272,10 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         progs = []
         for j in range(tn):
             for i in range(tm):
-                if causal and j * bn > i * bm + bm - 1:
+                if not tile_visible(i, j, bm, bn, N, causal):
                     progs.append([])
                     continue
-                r, c = _rows(i, bm, N), _rows(j, bn, N)
+                r, c = block_extent(i, bm, N), block_extent(j, bn, N)
                 p = []
                 for k0 in range(0, d, block_k):
                     kk = min(block_k, d - k0)
@@ -339,10 +286,10 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
     elif kernel == "online_softmax":
         progs = []
         for i in range(tm):
-            r = _rows(i, bm, N)
+            r = block_extent(i, bm, N)
             tiles = []
             for j in kv_blocks(i):
-                tiles.append((j, r * _rows(j, bn, N)))
+                tiles.append((j, r * block_extent(j, bn, N)))
             p = [Access(("X", i, j), el * es) for j, el in tiles]
             p += [a for j, el in tiles for a in (Access(("X", i, j), el * es), Access(("P", i, j), el * es, True))]
             p.append(Access(("LSE", i), r * F32, True))
@@ -368,7 +315,7 @@ L2_SHARED_FRACTION = 0.5
 def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
                 batch: int = 1, heads: int = 1, block_k: int = 32, hardware="h200",
                 programs_per_sm: int = PROGRAMS_PER_SM, l2_fraction: float = L2_SHARED_FRACTION,
-                flush_writes: bool = False, dq_mode: str = "separate") -> dict:
+                flush_writes: bool = False) -> dict:
     """DRAM bytes of each launch predicted by the L2 model: {launch name: L2Result, ..., "total": L2Result}.
 
     Each launch is simulated from a cold L2 with :func:`flashsim.model.l2.simulate_l2`, ``num_sms × programs_per_sm``
@@ -377,13 +324,11 @@ def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal:
     lines still in L2 when it ends are written back later, outside its measurement. ``flush_writes=True``
     charges every written byte to the kernel (each write reaches DRAM once eventually).
     """
-    from flashsim.model.hardware import get_device
     hw = get_device(hardware)
     res = {}
     total = L2Result()
     cap = max(1, int(hw.l2_bytes * l2_fraction))
-    for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k,
-                                    dq_mode=dq_mode):
+    for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k):
         r = simulate_l2(progs, cap, hw.num_sms * programs_per_sm, flush_writes=flush_writes)
         res[name] = r
         total = total + r
