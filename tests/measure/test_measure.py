@@ -65,7 +65,7 @@ def test_hooks_restored_after_success_and_error():
 def test_count_io_returns_result_and_needs_interpreter(monkeypatch):
     c = count_io(lambda: 42)
     assert isinstance(c, IOCount) and c.result == 42 and c.load_bytes == 0
-    monkeypatch.setattr(K, "INTERPRETER", False)
+    monkeypatch.setattr("flashsim.measure.interp.interpreting", lambda: False)
     with pytest.raises(FlashsimError, match="interpreter"):
         count_io(lambda: None)
 

@@ -1,0 +1,180 @@
+"""Nsight Compute: profile kernel calls in a child process and parse its CSV (GPU; chapters 05-09).
+
+:func:`ncu_profile` returns, per launch, DRAM read/write bytes, L2 bytes, global load/store bytes and duration.
+Without ncu, or without permission to read counters (ERR_NVGPUCTRPERM), it says so in one line and falls back to
+:func:`timing_estimate`. The child is ``python -m flashsim.measure --child SPEC`` (:mod:`flashsim.measure.child`).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from flashsim.errors import FlashsimError
+from flashsim.measure.device import simulated_hardware
+from flashsim.measure.runners import KERNEL_FUNCTIONS, kernel_runner
+from flashsim.measure.timing import bench
+from flashsim.model.kernel_io import kernel_dram
+
+
+NCU_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
+               "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+               "gpu__time_duration.sum",
+               # cp.async (LDGSTS) loads bypass the op_ld counter; L2 traffic from the SMs, reads and writes:
+               "l1tex__t_bytes_pipe_lsu_mem_global_op_ldgsts.sum",
+               "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum"]
+#: occupancy facts of each launch (what the L2 model's programs_per_sm stands for)
+LAUNCH_METRICS = ["launch__registers_per_thread", "launch__shared_mem_per_block_dynamic",
+                  "launch__shared_mem_per_block_static", "launch__occupancy_limit_registers",
+                  "launch__occupancy_limit_shared_mem", "launch__block_size", "launch__grid_size"]
+
+
+_UNIT_SCALE = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12, "KB": 1e3, "MB": 1e6,
+               "GB": 1e9, "nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "ns": 1.0, "us": 1e3,
+               "ms": 1e6}
+
+
+def _parse_ncu_csv(text: str) -> list[dict]:
+    """Rows of ``ncu --csv --print-units base`` as [{"kernel", "id", metric: value, ...}] (one per launch)."""
+    lines = text.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
+    if start is None:
+        return []
+    kernels: dict = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+        try:
+            kid = int(row["ID"])
+        except (KeyError, ValueError):
+            continue
+        e = kernels.setdefault(kid, {"id": kid, "kernel": row.get("Kernel Name", "?")})
+        val = (row.get("Metric Value") or "").replace(",", "")
+        try:
+            e[row["Metric Name"]] = float(val) * _UNIT_SCALE.get((row.get("Metric Unit") or "").strip(), 1.0)
+        except ValueError:
+            e[row["Metric Name"]] = val
+    return [kernels[k] for k in sorted(kernels)]
+
+
+REQUIRED_METRICS = NCU_METRICS[:6]
+
+
+def _setup_launches(kernel: str) -> list:
+    """Launches kernel_runner makes while preparing inputs (flash_bwd runs the forward pass first)."""
+    return ["_flash_fwd_kernel"] if kernel == "flash_bwd" else []
+
+
+def _find_ncu(ncu=None):
+    return ncu or shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
+
+
+def _launch_record(r: dict) -> dict:
+    def g(k):       # ncu prints "n/a" for a metric a kernel does not have: count it as 0
+        try:
+            return float(r.get(k, 0) or 0)
+        except (TypeError, ValueError):
+            return 0.0
+    return {
+        "kernel": r["kernel"],
+        "dram_read_bytes": g("dram__bytes_read.sum"), "dram_write_bytes": g("dram__bytes_write.sum"),
+        "l2_bytes": g("lts__t_bytes.sum"),
+        "global_load_bytes": g("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum")
+        + g("l1tex__t_bytes_pipe_lsu_mem_global_op_ldgsts.sum"),
+        "global_store_bytes": g("l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"),
+        "l2_read_bytes_from_sm": 32 * g("lts__t_sectors_srcunit_tex_op_read.sum"),
+        "l2_write_bytes_from_sm": 32 * g("lts__t_sectors_srcunit_tex_op_write.sum"),
+        "duration_ns": g("gpu__time_duration.sum"),
+        "raw": {k: v for k, v in r.items() if k not in ("id", "kernel")},
+    }
+
+
+def ncu_profile_batch(configs: list, ncu: str | None = None, timeout: float = 480.0, warmup: int = 0) -> list:
+    """Profile several kernel calls in ONE ncu run (one child process): a list of results like ncu_profile's.
+
+    ``configs``: dicts with kwargs of :func:`kernel_runner` (kernel, n, d, block_m, block_n, causal, dtype,
+    batch, heads). Each config is called ``warmup + 1`` times; only its last call is kept. Raises FlashsimError
+    (with ncu's message) when ncu is missing or cannot read counters; :func:`ncu_profile` falls back instead.
+    """
+    exe = _find_ncu(ncu)
+    if exe is None:
+        raise FlashsimError("Nsight Compute (ncu) not found on PATH")
+    names = sorted({n for c in configs for n in KERNEL_FUNCTIONS[c["kernel"]] + _setup_launches(c["kernel"])})
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))    # the package's parent
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH", "")] if p)
+    spec = json.dumps({"configs": configs, "warmup": warmup})
+    last_err = ""
+    for metrics, units in ((NCU_METRICS + LAUNCH_METRICS, True), (NCU_METRICS, True), (REQUIRED_METRICS, True),
+                           (REQUIRED_METRICS, False)):
+        cmd = [exe, "--csv", "--clock-control", "none", "--kernel-name", "regex:^(" + "|".join(names) + ")$",
+               "--metrics", ",".join(metrics)] + (["--print-units", "base"] if units else []) + \
+              [sys.executable, "-m", "flashsim.measure", "--child", spec]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        text = proc.stdout + "\n" + proc.stderr
+        if "ERR_NVGPUCTRPERM" in text:
+            raise FlashsimError("no permission to read GPU counters (ERR_NVGPUCTRPERM)")
+        rows = _parse_ncu_csv(proc.stdout)
+        if rows:
+            break
+        last_err = f"ncu exit {proc.returncode}: {text.strip()[-1500:]}"
+    else:
+        raise FlashsimError(f"ncu returned no metrics: {last_err}")
+    # assign launches to configs in order: [setup launches] + [measured launches] per config per call
+    out, pos = [], 0
+    for c in configs:
+        setup = _setup_launches(c["kernel"])
+        meas = KERNEL_FUNCTIONS[c["kernel"]]
+        seq = setup + meas * (warmup + 1)
+        got = rows[pos:pos + len(seq)]
+        pos += len(seq)
+        if [r["kernel"] for r in got] != seq:
+            raise FlashsimError(f"ncu launches out of step at {c}: expected {seq}, got {[r['kernel'] for r in got]}")
+        launches = [_launch_record(r) for r in got[-len(meas):]]
+        keys = [k for k in launches[0] if k not in ("kernel", "raw")]
+        out.append({"backend": "ncu", "config": c, "launches": launches,
+                    "total": {k: sum(L[k] for L in launches) for k in keys}})
+    return out
+
+
+def ncu_profile(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
+                batch: int = 1, heads: int = 1, warmup: int = 1, block_k: int = 32, ncu: str | None = None,
+                timeout: float = 300.0, hardware=None) -> dict:
+    """Profile one call of ``kernel`` under Nsight Compute, after ``warmup`` calls (skipped in the results).
+
+    Runs ``ncu --csv --clock-control none --kernel-name regex:... --metrics ...`` on a child
+    ``python -m flashsim.measure --child`` process and keeps the last call's launches. Returns {"backend": "ncu",
+    "launches": [{"kernel", "dram_read_bytes", "dram_write_bytes", "l2_bytes", "global_load_bytes",
+    "global_store_bytes", "duration_ns", ...}], "total": {...}}. When ncu is missing or may not read the
+    counters, prints one line saying so and returns {"backend": "timing", ...} from :func:`timing_estimate`
+    (simulated for ``hardware``; None = the GPU this runs on).
+    """
+    if _find_ncu(ncu) is None:
+        print("ncu_profile: Nsight Compute (ncu) not found on PATH; falling back to a timing-based estimate")
+        return timing_estimate(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k, hardware)
+    cfg = dict(kernel=kernel, n=n, d=d, block_m=block_m, block_n=block_n, causal=causal, dtype=str(dtype),
+               batch=batch, heads=heads, block_k=block_k)
+    try:
+        return ncu_profile_batch([cfg], ncu=ncu, timeout=timeout, warmup=warmup)[0]
+    except FlashsimError as exc:
+        if "ERR_NVGPUCTRPERM" not in str(exc):
+            raise
+        print("ncu_profile: no permission to read GPU counters (ERR_NVGPUCTRPERM); falling back to a timing-based "
+              "estimate")
+        return timing_estimate(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k, hardware)
+
+
+def timing_estimate(kernel, n, d, block_m, block_n, causal=False, dtype="fp16", batch=1, heads=1, block_k=32,
+                    hardware=None) -> dict:
+    """Fallback without counters: bytes simulated ÷ measured time, against the preset's DRAM bandwidth.
+
+    ``hardware``: a preset name or Hardware; None = the GPU this runs on (:func:`simulated_hardware`)."""
+    hw = simulated_hardware(hardware)
+    ms = bench(kernel_runner(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k))
+    dram = kernel_dram(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k, hw)["total"]
+    achieved = dram.dram_bytes / (ms * 1e-3)
+    return {"backend": "timing", "duration_ms": ms, "simulated_dram_bytes": dram.dram_bytes,
+            "implied_bandwidth_bytes_per_s": achieved,
+            "fraction_of_peak_bandwidth": achieved / hw.hbm_bandwidth_bytes_per_s}
