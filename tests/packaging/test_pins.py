@@ -48,7 +48,7 @@ def test_version_is_single_sourced():
     dynamic = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["dynamic"]
     assert dynamic["version"] == {"attr": "flashsim.__version__"}
     init = (ROOT / "flashsim" / "__init__.py").read_text()
-    assert len(re.findall(r"^__version__ = \"[^\"]+\"", init, flags=re.M)) == 1
+    assert len(re.findall(r"^__version__ = \"[^\"]+\"", init, flags=re.MULTILINE)) == 1
 
 
 def test_base_is_the_simulator_and_extras_are_as_the_issue_lists():
@@ -94,7 +94,7 @@ def test_lock_keeps_the_held_versions():
 def test_lock_has_no_cuda_libraries_and_no_local_labels():
     assert not [n for n in LOCK if n.startswith("nvidia-")], "the lock must hold the CPU torch's dependencies only"
     assert not [v for v in LOCK.values() if "+" in v], "torch==2.13.0 must hold for the CPU and the CUDA build"
-    assert not re.search(r"^flashsim\b", LOCK_TEXT, flags=re.M), "make installs flashsim itself, editable"
+    assert not re.search(r"^flashsim\b", LOCK_TEXT, flags=re.MULTILINE), "make installs flashsim itself, editable"
     triton = next(line for line in LOCK_TEXT.splitlines() if line.startswith("triton=="))
     assert "sys_platform == 'linux'" in triton
 

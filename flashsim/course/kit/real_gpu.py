@@ -22,6 +22,11 @@ Signature (stable; the chapter authors rely on it)::
 
 What runs where
 ---------------
+- No torch or triton (only ``flashsim[lab]`` installed, or macOS/Windows, where Triton does not ship): one line
+  (:func:`flashsim.course.kit.optional.missing`) says what is missing and how to install it, and the result is
+  the measurement recorded by Nsight Compute on an NVIDIA H200 for the same kernel (:func:`recorded`, read from
+  the package's recorded results: ``load_result("kernels_h200")``), next to the simulator's prediction for that
+  recorded configuration.
 - No CUDA GPU: the kernel runs in the Triton interpreter and :func:`flashsim.measure.count_io` counts the bytes
   each masked load and store touches (exact: it should equal the simulator's prediction byte for byte). A one-line
   notice says so.
@@ -36,14 +41,17 @@ Nothing is cached between calls, so re-running a notebook cell measures again an
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from dataclasses import dataclass, field
 
 from flashsim.course import Table, pick
+from flashsim.course.kit.optional import missing
+from flashsim.course.kit.results import load_result, result_source
 from flashsim.errors import FlashsimError
 
-__all__ = ["KERNELS", "DEFAULT_SIZES", "compare", "Comparison", "Table"]
+__all__ = ["DEFAULT_SIZES", "KERNELS", "Comparison", "Table", "compare", "recorded"]
 
 #: kernel names, as ``flashsim measure --kernel`` spells them, and the chapter that introduces each
 KERNELS = {"naive": "02", "tiled_matmul": "03", "online_softmax": "04", "flash_fwd": "05", "flash_bwd": "07"}
@@ -229,6 +237,50 @@ def _notice(backend: str, raw: dict) -> str:
                      "preset's bandwidth.")
 
 
+RECORDED = "kernels_h200"  #: the recorded ncu sweep :func:`recorded` reads (flashsim/course/recorded/)
+
+
+def recorded(kernel_name: str, *, n: int | None = None, d: int | None = None, causal: bool = False,
+             dtype: str = "fp16", notice: str = "") -> Comparison:
+    """The measurement recorded on a GPU for ``kernel_name``, as a :class:`Comparison` (no torch or triton needed).
+
+    From the ncu sweep :data:`RECORDED` (``load_result("kernels_h200")["ncu_sweep"]``, set "sweep"): the run of
+    the same kernel nearest to the asked size (default: the full size of :data:`DEFAULT_SIZES`), preferring the
+    same ``causal`` and ``dtype``. Measured: Nsight Compute's global load/store and DRAM bytes and the kernel
+    time; simulated: the simulator's prediction recorded with it for that configuration.
+    """
+    if kernel_name not in KERNELS:
+        raise FlashsimError(f"unknown kernel {kernel_name!r}: use one of {sorted(KERNELS)}")
+    data = load_result(RECORDED)
+    runs = [r for r in data["ncu_sweep"] if r.get("set") == "sweep" and r["config"]["kernel"] == kernel_name
+            and r["measured"].get("backend") == "ncu"]
+    if not runs:
+        raise FlashsimError(f"no recorded GPU run of {kernel_name!r} in {result_source(RECORDED)}")
+    want_n = n or DEFAULT_SIZES[kernel_name]["n"][1]
+    want_d = d or DEFAULT_SIZES[kernel_name]["d"][1]
+
+    def distance(run):
+        c = run["config"]
+        return (c["causal"] != bool(causal), c["dtype"] != dtype,
+                abs(math.log2(c["n"] / want_n)) + abs(math.log2(max(c["d"], 1) / want_d)))
+
+    run = min(runs, key=distance)
+    cfg, total, sim = dict(run["config"]), run["measured"]["total"], run["simulated"]
+    cfg.pop("kernel", None)
+    versions = data.get("versions", {})
+    gpu, date = versions.get("gpu", "a GPU"), str(versions.get("date_utc", ""))[:10]
+    source = result_source(RECORDED)
+    note = f"Recorded by Nsight Compute on an {gpu} ({date}; {source})."
+    return Comparison(kernel=kernel_name, config=cfg, backend=f"ncu on {gpu}, recorded",
+                      measured_load_bytes=int(total["global_load_bytes"]),
+                      measured_store_bytes=int(total["global_store_bytes"]),
+                      simulated_load_bytes=int(sim["load_bytes"]), simulated_store_bytes=int(sim["store_bytes"]),
+                      measured_dram_bytes=int(total["dram_read_bytes"] + total["dram_write_bytes"]),
+                      simulated_dram_bytes=int(sim["dram_read_bytes"] + sim["dram_write_bytes"]),
+                      time_s=float(total["duration_ns"]) * 1e-9 if total.get("duration_ns") else None,
+                      notice=f"{notice} {note}".strip(), raw={"recorded": run, "source": source})
+
+
 def compare(kernel_name: str, *, n: int | None = None, d: int | None = None, block_m: int | None = None,
             block_n: int | None = None, causal: bool = False, dtype: str = "fp16", quiet: bool = False
             ) -> Comparison:
@@ -240,6 +292,12 @@ def compare(kernel_name: str, *, n: int | None = None, d: int | None = None, blo
     """
     if kernel_name not in KERNELS:
         raise FlashsimError(f"unknown kernel {kernel_name!r}: use one of {sorted(KERNELS)}")
+    why = missing("kernels")
+    if why is not None:  # no torch/triton here: say so in one line, then show what a GPU measured
+        result = recorded(kernel_name, n=n, d=d, causal=causal, dtype=dtype, notice=why)
+        if not quiet:
+            print(result.notice)
+        return result
     interpreter = _interpreter()
     cfg = {"n": _default(kernel_name, "n", n, interpreter), "d": _default(kernel_name, "d", d, interpreter),
            "block_m": int(block_m) if block_m else None, "block_n": int(block_n) if block_n else None,
