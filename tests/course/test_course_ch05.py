@@ -90,19 +90,20 @@ def test_widget_wiring_without_a_kernel():
     pytest.importorskip("ipywidgets")
     d = TrafficDashboard()
     d.show()
-    w = d._widgets
-    assert w["slider"].description == "block_c" and "flashsim-block-c-slider" in w["slider"]._dom_classes
-    assert "flashsim-traffic-plot" in w["image"]._dom_classes
-    before, text = w["image"].value, w["readout"].value
-    w["slider"].value = 128
-    assert d.block_c == 128 and w["image"].value != before and w["readout"].value != text
+    w = d.widgets
+    assert w["block_c"].description == "block_c" and "flashsim-block-c-slider" in w["block_c"]._dom_classes
+    assert "flashsim-traffic-plot" in w["figure"]._dom_classes
+    before, text, frames = d.view.figure.png(), w["readout"].value, d.view.figure.frames
+    w["block_c"].value = 128
+    assert d.block_c == 128 and d.view.figure.frames == frames + 1 and w["readout"].value != text
+    assert d.view.figure.png() != before
     w["device"].value = "t4"
     assert d.device == "t4"
     s = FlashStepper()
     s.show()
-    before = s._widgets["image"].value
-    s._widgets["slider"].value = 20
-    assert s.step == 20 and s._widgets["image"].value != before
+    before = s.view.figure.png()
+    s.widgets["step"].value = 20
+    assert s.step == 20 and s.view.figure.png() != before
 
 
 def test_show_falls_back_to_a_figure_without_ipywidgets(hide_ipywidgets, capsys):

@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 from flashsim.course import Table
+from flashsim.course.ch01.figures import RooflinePlot
+from flashsim.course.kit.dashboard import Dashboard, choice, log_range
 from flashsim.errors import FlashsimError
 from flashsim.model.hardware import PRESETS, get_device
 from flashsim.model.roofline import peak_flops, roofline
-from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.model.simulator import traffic
 
 __all__ = ["device_table", "attention_intensities", "RooflineDashboard"]
 
@@ -31,11 +33,10 @@ def device_table(names=None) -> Table:
 def attention_intensities(n: int = 4096, d: int = 64, device: str = "h200", dtype: str = "fp16") -> dict:
     """{algo: arithmetic intensity} of standard attention ("naive") and FlashAttention ("flash2") forward, one
     head, from :func:`flashsim.traffic` (previewing chapters 02 and 05)."""
-    from flashsim.model.simulator import traffic
     return {algo: traffic(algo, n, d, dtype=dtype, device=device).arithmetic_intensity for algo in ("naive", "flash2")}
 
 
-class RooflineDashboard:
+class RooflineDashboard(Dashboard):
     """Chapter 01: a kernel of arithmetic intensity I on a device preset: attainable FLOP/s, memory- or compute-bound.
 
     ``update(device=..., intensity=..., dtype=...)`` is what the dropdown and the slider call; ``current`` is
@@ -43,14 +44,19 @@ class RooflineDashboard:
     """
 
     DEVICES = tuple(PRESETS)
+    plot = RooflinePlot
 
     def __init__(self, device: str = "h200", intensity: float = 16.0, dtype: str = "fp16", n: int = 4096,
                  d: int = 64):
         self.device, self.intensity, self.dtype, self.n, self.d = device, float(intensity), dtype, n, d
         self.current = None
+        self._points: dict = {}
         self.update()
 
-    def update(self, device: str | None = None, intensity: float | None = None, dtype: str | None = None):
+    def controls(self):
+        return {"device": choice("device", self.DEVICES), "intensity": log_range("I (FLOP/B)", 0.1, 1e4, 0.05)}
+
+    def apply(self, device: str | None = None, intensity: float | None = None, dtype: str | None = None):
         if device is not None:
             get_device(device)
             self.device = device
@@ -77,29 +83,10 @@ class RooflineDashboard:
                 f"{peak_flops(hw, self.dtype) / 1e12:.0f}; moving 1 GB takes {r.memory_time_s * 1e6:.0f} µs, "
                 f"its {self.intensity:.3g} GFLOP take {r.compute_time_s * 1e6:.0f} µs")
 
-    def figure(self):
-        from flashsim.course.ch01.figures import plot_roofline
-        pts = [(("standard attention" if a == "naive" else "FlashAttention") + f" N={self.n}", i)
-               for a, i in attention_intensities(self.n, self.d, self.device, self.dtype).items()]
-        return plot_roofline(self.DEVICES, self.dtype, highlight=self.device, points=pts, intensity=self.intensity)
-
-    @widget_or_figure
-    def show(self):
-        """Device dropdown, log slider for I, readout, roofline plot."""
-        import ipywidgets as W
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-
-        text = W.HTML(self.readout())
-        img = png_image_widget(self.figure())
-        dev = W.Dropdown(options=self.DEVICES, value=self.device, description="device")
-        inten = W.FloatLogSlider(value=self.intensity, base=10, min=-1, max=4, step=0.05, description="I (FLOP/B)",
-                                 continuous_update=False)
-
-        def redraw(**kw):
-            self.update(**kw)
-            text.value = self.readout()
-            set_png(img, self.figure())
-
-        dev.observe(lambda ch: redraw(device=ch["new"]), names="value")
-        inten.observe(lambda ch: redraw(intensity=ch["new"]), names="value")
-        return W.VBox([W.HBox([dev, inten]), text, img])
+    def plot_args(self) -> dict:
+        key = (self.n, self.d, self.device, self.dtype)
+        if key not in self._points:   # the two attention kernels' intensities change only with the device or dtype
+            self._points[key] = [(("standard attention" if a == "naive" else "FlashAttention") + f" N={self.n}", i)
+                                 for a, i in attention_intensities(self.n, self.d, self.device, self.dtype).items()]
+        return {"devices": self.DEVICES, "dtype": self.dtype, "highlight": self.device,
+                "points": self._points[key], "intensity": self.intensity}

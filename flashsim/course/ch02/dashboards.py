@@ -6,58 +6,17 @@
 """
 from __future__ import annotations
 
+from flashsim.course.ch02.figures import EagerOpsPlot, TileStepPlot, TrafficVsNPlot
+from flashsim.course.ch02.traffic import (EAGER_CHOICES, TRAFFIC_ALGOS, TRAFFIC_NS, algo_key, eager_op_bytes,
+                                          traffic_at, traffic_sweep)
+from flashsim.course.kit.dashboard import Dashboard, choice, int_range, slider, toggle
 from flashsim.errors import FlashsimError
-from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.model.simulator import simulate
 
 __all__ = ["EventStepper", "Algorithm0Stepper", "TrafficVsN", "EagerOpsDashboard", "eager_op_bytes", "EAGER_CHOICES"]
 
-_OP_LABELS = {"scale": "S·scale", "mask": "mask", "dropout": "dropout"}
 
-
-def _op_label(op) -> str:
-    if op.kind == "gemm_nn":
-        return "S = QKᵀ" + ("·scale" if op.scale else "")
-    if op.kind == "gemm_nd":
-        return "O = PV"
-    if op.kind == "softmax":
-        return ("mask+softmax" if op.mask else "softmax") + (" (fp32)" if op.out.endswith("fp32") else "")
-    if op.fn == "cast":
-        return "cast → fp32" if op.out.endswith("fp32") else "cast → fp16"
-    return _OP_LABELS.get(op.fn, op.fn or op.kind)
-
-
-#: the eager configurations the dashboard offers: label -> (algo, eager_ops)
-EAGER_CHOICES = {"Algorithm 0 (3 kernels)": ("naive", None),
-                 "Megatron-LM 2020 (FA1 Fig. 2 baseline)": ("eager", "megatron2020"),
-                 "PyTorch eager, op by op": ("eager", "pytorch")}
-
-
-def eager_op_bytes(n: int, d: int, dtype: str = "fp16", algo: str = "eager", eager_ops="pytorch",
-                   causal: bool = False, dropout_p: float = 0.0) -> list[tuple[str, int, int]]:
-    """[(op label, HBM bytes read, HBM bytes written)] for each forward kernel of standard attention, one head.
-
-    The bytes come from :func:`flashsim.traffic` (per tensor); in the forward pass each tensor is read by exactly
-    one op, so an op's bytes are the reads of its inputs plus the writes of its outputs (chapter 02).
-    """
-    from flashsim.model.attention.standard import NAIVE_OPS, build_program, resolve_eager_ops
-    from flashsim.model.simulator import traffic
-
-    ops = NAIVE_OPS if algo == "naive" else resolve_eager_ops(eager_ops)
-    t = traffic(algo, n, d, dtype=dtype, causal=causal, dropout_p=dropout_p,
-                **({} if algo == "naive" else {"eager_ops": eager_ops}))
-    prog = build_program(ops, dtype, causal, dropout_p > 0, False)
-    rows = []
-    for op in prog.forward:
-        read = sum(t.read_bytes_by_tensor.get(name, 0) for name in op.ins)
-        write = t.write_bytes_by_tensor.get(op.out, 0) + (t.write_bytes_by_tensor.get(op.extra_out, 0)
-                                                         if op.extra_out else 0)
-        rows.append((_op_label(op), int(read), int(write)))
-    if sum(r + w for _, r, w in rows) != t.hbm_bytes:
-        raise FlashsimError("eager_op_bytes: per-op bytes do not add up to traffic().hbm_bytes")  # pragma: no cover
-    return rows
-
-
-class EventStepper:
+class EventStepper(Dashboard):
     """Replay an event log of the simulated memory one load / compute / store at a time (chapter 02; chapter 03's
     tiled QKᵀ reuses it).
 
@@ -69,6 +28,8 @@ class EventStepper:
 
     tensors: tuple = ()
     square: tuple = ()
+    plot = TileStepPlot
+    interval_ms = 500     # the Play button's interval
 
     def _init_events(self, events, n: int, d: int, block: int) -> None:
         self.n, self.d, self.block = n, d, block
@@ -81,12 +42,12 @@ class EventStepper:
     def phase(self, event) -> str:
         return ""
 
-    def update(self, step: int | None = None) -> dict:
+    def controls(self):
+        return {"step": int_range("step", 0, self.n_steps - 1, play_ms=self.interval_ms, width="60%")}
+
+    def apply(self, step: int | None = None) -> dict:
         if step is not None:
-            step = int(step)
-            if not 0 <= step < self.n_steps:
-                raise FlashsimError(f"step={step}: this run has steps 0..{self.n_steps - 1}")
-            self.step = step
+            self.step = int(step)
         reads, writes, written, read = {}, {}, set(), set()
         for e in self.events[: self.step + 1]:
             if e.kind == "load":
@@ -112,24 +73,8 @@ class EventStepper:
         return (f"step {self.step + 1}/{self.n_steps} — {phase}{ev.kind} {ev.tensor}{list(ev.tile)} {what}, "
                 f"{ev.nbytes} B{reuse}{note}. So far: {r} B read, {w} B written; SRAM in use {ev.sram_in_use_bytes} B")
 
-    def figure(self):
-        from flashsim.course.ch02.figures import plot_algorithm0_step
-        return plot_algorithm0_step(self.state)
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-        from flashsim.course.ch05.dashboards import play_controls, png_image_widget, set_png
-        text = W.HTML(self.readout())
-        img = png_image_widget(self.figure())
-
-        def on_step(i):
-            self.update(step=i)
-            text.value = self.readout()
-            set_png(img, self.figure())
-
-        box, _, _ = play_controls(self.n_steps, on_step, description="step", interval_ms=500, value=self.step)
-        return W.VBox([box, text, img])
+    def plot_args(self) -> dict:
+        return {"state": self.state}
 
 
 class Algorithm0Stepper(EventStepper):
@@ -143,7 +88,6 @@ class Algorithm0Stepper(EventStepper):
     square = ("S", "P")
 
     def __init__(self, n: int = 8, d: int = 4, block: int = 4, dtype: str = "fp16", seed: int = 0):
-        from flashsim.model.simulator import simulate
         if n > 64:
             raise FlashsimError(f"n={n}: the stepper draws every tile; use n <= 64 (and flashsim.traffic for more)")
         self.dtype = dtype
@@ -158,31 +102,32 @@ class Algorithm0Stepper(EventStepper):
         return "1. S = QKᵀ (written to HBM)"
 
 
-class TrafficVsN:
+class TrafficVsN(Dashboard):
     """Chapter 02: HBM bytes of standard attention (Algorithm 0 and the eager op model) and FlashAttention against N.
 
     ``update(d=..., dtype=..., n=...)``: `n` is the marked sequence length; ``current`` holds
     :func:`flashsim.traffic` for each algorithm at `n`.
     """
 
-    NS = tuple(2 ** k for k in range(8, 17))        # 256 ... 65536
-    ALGOS = (("naive", None), ("eager", "pytorch"), ("flash2", None))
+    NS = TRAFFIC_NS        # 256 ... 65536
+    ALGOS = TRAFFIC_ALGOS
+    plot = TrafficVsNPlot
 
     def __init__(self, n: int = 8192, d: int = 64, dtype: str = "fp16", device: str = "h200"):
         self.n, self.d, self.dtype, self.device = n, d, dtype, device
         self.current: dict = {}
+        self._sweeps: dict = {}
         self.update()
 
-    def _traffic(self, algo, eager_ops, n):
-        from flashsim.model.simulator import traffic
-        kw = {"eager_ops": eager_ops} if eager_ops else {}
-        return traffic(algo, n, self.d, dtype=self.dtype, device=self.device, **kw)
+    def controls(self):
+        return {"n": slider("N", [(f"{n:,}", n) for n in self.NS]), "d": choice("d", (32, 64, 128, 256)),
+                "dtype": choice("dtype", ("fp16", "bf16", "fp32"))}
 
     def key(self, algo, eager_ops) -> str:
-        return f"{algo}({eager_ops})" if eager_ops else algo
+        return algo_key(algo, eager_ops)
 
-    def update(self, n: int | None = None, d: int | None = None, dtype: str | None = None,
-               device: str | None = None) -> dict:
+    def apply(self, n: int | None = None, d: int | None = None, dtype: str | None = None,
+              device: str | None = None) -> dict:
         if n is not None:
             if int(n) not in self.NS:
                 raise FlashsimError(f"n={n}: the dashboard offers {self.NS}")
@@ -190,48 +135,34 @@ class TrafficVsN:
         self.d = int(d) if d is not None else self.d
         self.dtype = dtype or self.dtype
         self.device = device or self.device
-        self.current = {self.key(a, e): self._traffic(a, e, self.n) for a, e in self.ALGOS}
+        self.current = {self.key(a, e): traffic_at(a, e, self.n, self.d, self.dtype, self.device)
+                        for a, e in self.ALGOS}
         return self.current
 
     def sweep(self) -> dict:
-        """{algo key: [hbm_bytes at each N of NS]}"""
-        return {self.key(a, e): [self._traffic(a, e, n).hbm_bytes for n in self.NS] for a, e in self.ALGOS}
+        """{algo key: [hbm_bytes at each N of NS]} (memoised: moving N does not recompute the lines)"""
+        key = (self.d, self.dtype, self.device)
+        if key not in self._sweeps:
+            self._sweeps[key] = traffic_sweep(self.NS, self.d, self.dtype, self.device)
+        return self._sweeps[key]
 
     def readout(self) -> str:
         parts = [f"{k}: {t.hbm_bytes / 2**20:,.1f} MiB" for k, t in self.current.items()]
         s_mib = self.n * self.n * (2 if self.dtype != "fp32" else 4) / 2**20
         return f"N = {self.n}, d = {self.d}, {self.dtype}: S alone is {s_mib:,.0f} MiB. HBM traffic — " + "; ".join(parts)
 
-    def figure(self):
-        from flashsim.course.ch02.figures import plot_traffic_vs_n
-        return plot_traffic_vs_n(self.NS, self.sweep(), mark_n=self.n, title=f"d = {self.d}, {self.dtype}, one head")
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        text = W.HTML(self.readout())
-        img = png_image_widget(self.figure())
-        n = W.SelectionSlider(options=self.NS, value=self.n, description="N")
-        d = W.Dropdown(options=(32, 64, 128, 256), value=self.d, description="d")
-        dt = W.Dropdown(options=("fp16", "bf16", "fp32"), value=self.dtype, description="dtype")
-
-        def redraw(**kw):
-            self.update(**kw)
-            text.value = self.readout()
-            set_png(img, self.figure())
-
-        n.observe(lambda ch: redraw(n=ch["new"]), names="value")
-        d.observe(lambda ch: redraw(d=ch["new"]), names="value")
-        dt.observe(lambda ch: redraw(dtype=ch["new"]), names="value")
-        return W.VBox([W.HBox([n, d, dt]), text, img])
+    def plot_args(self) -> dict:
+        return {"ns": list(self.NS), "sweep": self.sweep(), "mark_n": self.n,
+                "title": f"d = {self.d}, {self.dtype}, one head"}
 
 
-class EagerOpsDashboard:
+class EagerOpsDashboard(Dashboard):
     """Chapter 02: bytes per forward kernel of standard attention as a framework runs it (bar per op).
 
     ``update(choice=..., causal=..., dropout=..., n=...)``; ``rows`` is :func:`eager_op_bytes` for the choice.
     """
+
+    plot = EagerOpsPlot
 
     def __init__(self, choice: str = "PyTorch eager, op by op", n: int = 1024, d: int = 64, dtype: str = "fp16",
                  causal: bool = True, dropout: bool = True):
@@ -239,11 +170,13 @@ class EagerOpsDashboard:
         self.rows: list = []
         self.update()
 
-    def update(self, choice: str | None = None, causal: bool | None = None, dropout: bool | None = None,
-               n: int | None = None) -> list:
+    def controls(self):
+        return {"choice": choice("framework", list(EAGER_CHOICES), width="420px"),
+                "causal": toggle("causal mask"), "dropout": toggle("dropout")}
+
+    def apply(self, choice: str | None = None, causal: bool | None = None, dropout: bool | None = None,
+              n: int | None = None) -> list:
         if choice is not None:
-            if choice not in EAGER_CHOICES:
-                raise FlashsimError(f"choice={choice!r}: use one of {list(EAGER_CHOICES)}")
             self.choice = choice
         self.causal = self.causal if causal is None else bool(causal)
         self.dropout = self.dropout if dropout is None else bool(dropout)
@@ -262,28 +195,6 @@ class EagerOpsDashboard:
         return (f"{self.choice}: {len(self.rows)} kernels, {self.total_bytes / 2**20:,.1f} MiB of HBM traffic per head "
                 f"at N = {self.n}{note}")
 
-    def figure(self):
-        from flashsim.course.ch02.figures import plot_eager_ops
-        return plot_eager_ops(self.rows, title=f"{self.choice}, N = {self.n}, d = {self.d}, {self.dtype}"
-                              + (", causal" if self.causal else "") + (", dropout" if self.dropout else ""))
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        text = W.HTML(self.readout())
-        img = png_image_widget(self.figure())
-        ch = W.Dropdown(options=list(EAGER_CHOICES), value=self.choice, description="framework",
-                        layout=W.Layout(width="420px"))
-        ca = W.Checkbox(value=self.causal, description="causal mask")
-        dr = W.Checkbox(value=self.dropout, description="dropout")
-
-        def redraw(**kw):
-            self.update(**kw)
-            text.value = self.readout()
-            set_png(img, self.figure())
-
-        ch.observe(lambda c: redraw(choice=c["new"]), names="value")
-        ca.observe(lambda c: redraw(causal=c["new"]), names="value")
-        dr.observe(lambda c: redraw(dropout=c["new"]), names="value")
-        return W.VBox([W.HBox([ch, ca, dr]), text, img])
+    def plot_args(self) -> dict:
+        return {"rows": self.rows, "title": f"{self.choice}, N = {self.n}, d = {self.d}, {self.dtype}"
+                + (", causal" if self.causal else "") + (", dropout" if self.dropout else "")}

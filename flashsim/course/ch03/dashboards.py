@@ -2,33 +2,32 @@
 
     s = TiledQKtStepper(n=16, d=4, block_r=4, block_c=4); s.update(step=5); s.state["read_by_tensor"]
     t = TilingDashboard(); t.update(sram_kib=48, block_r=128); t.fits, t.error    # False, the SramCapacityError text
+
+Both run on the chapter's own loop and formulas (:mod:`flashsim.course.ch03.tiling`), not on the answer key.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from flashsim.course.ch02.dashboards import EventStepper
+from flashsim.course.ch03.figures import TilingPlot, tiling_plot_args
+from flashsim.course.ch03.tiling import BLOCK_CHOICES, fa1_blocks, qkt_tile_set, tiled_qkt_bytes, tiled_qkt_loop
+from flashsim.course.kit.dashboard import Dashboard, choice, int_range, slider
 from flashsim.errors import FlashsimError, SramCapacityError
 from flashsim.model.memory import Memory, check_tile_set_fits
-from flashsim.course.ch00.dashboards import widget_or_figure
-from flashsim.course.ch02.dashboards import EventStepper
 
 __all__ = ["TiledQKtStepper", "TilingDashboard", "BLOCK_CHOICES"]
 
-#: block sizes the sliders offer
-BLOCK_CHOICES = (8, 16, 32, 64, 128, 256, 512)
-
 
 class TiledQKtStepper(EventStepper):
-    """Chapter 03: S = QKᵀ tile by tile on the simulated memory (the loop of exercise 03.1, run with its solution), replayed
-    one load / compute / store at a time. SRAM holds exactly one Q_i, one K_j and the fp32 S_ij."""
+    """Chapter 03: S = QKᵀ tile by tile on the simulated memory (the loop of exercise 03.1), replayed one load /
+    compute / store at a time. SRAM holds exactly one Q_i, one K_j and the fp32 S_ij."""
 
     tensors = ("Q", "K", "S")
     square = ("S",)
 
     def __init__(self, n: int = 16, d: int = 4, block_r: int = 4, block_c: int = 4, dtype: str = "fp16",
                  seed: int = 0):
-        from flashsim.course.ch03.checks import qkt_tile_set
-        from flashsim.solutions.ch03 import tiled_qkt
         if n > 64:
             raise FlashsimError(f"n={n}: the stepper draws every tile; use n <= 64")
         if block_r != block_c:
@@ -38,7 +37,7 @@ class TiledQKtStepper(EventStepper):
         self.memory.put("Q", rng.standard_normal((n, d)).astype(np.float32))
         self.memory.put("K", rng.standard_normal((n, d)).astype(np.float32))
         self.memory.empty("S", (n, n))
-        tiled_qkt(self.memory, n, d, block_r, block_c)
+        tiled_qkt_loop(self.memory, n, d, block_r, block_c)
         self.dtype = dtype
         self._row_block, i = {}, 0
         for e in self.memory.events:          # K_j loads carry j; the row block is the last Q_i loaded
@@ -51,26 +50,28 @@ class TiledQKtStepper(EventStepper):
         return f"row block i = {self._row_block.get(ev.index, 0)}"
 
 
-class TilingDashboard:
+class TilingDashboard(Dashboard):
     """Chapter 03: SRAM capacity and block sizes of the tiled QKᵀ: does the tile set fit, and what HBM traffic results?
 
     ``update(sram_kib=..., block_r=..., block_c=..., d=...)``. ``tile_set`` (bytes by tile), ``fits``, ``error``
     (the :class:`~flashsim.errors.SramCapacityError` message when it does not fit), ``bytes`` (HBM reads/writes
-    from :func:`flashsim.exercises.tiled_qkt_bytes`) and ``paper_blocks`` (FA1's rule for this SRAM) follow.
+    of the tiled loop) and ``paper_blocks`` (FA1's rule for this SRAM) follow.
     """
+
+    plot = TilingPlot
+    layout = (("sram_kib", "d"), ("block_r", "block_c"))
 
     def __init__(self, n: int = 4096, d: int = 64, sram_kib: int = 228, block_r: int = 64, block_c: int = 64,
                  dtype: str = "fp16"):
         self.n, self.d, self.sram_kib, self.block_r, self.block_c, self.dtype = n, d, sram_kib, block_r, block_c, dtype
         self.update()
 
-    def update(self, sram_kib: int | None = None, block_r: int | None = None, block_c: int | None = None,
-               d: int | None = None, dtype: str | None = None):
-        from flashsim.course.ch03.checks import qkt_tile_set, tiled_qkt_bytes
-        from flashsim.solutions.ch03 import paper_blocks
-        for name, val in (("block_r", block_r), ("block_c", block_c)):
-            if val is not None and int(val) not in BLOCK_CHOICES:
-                raise FlashsimError(f"{name}={val}: the sliders offer {BLOCK_CHOICES}")
+    def controls(self):
+        return {"sram_kib": int_range("SRAM (KiB)", 16, 256, 4), "d": choice("d", (32, 64, 128, 256)),
+                "block_r": slider("Br", BLOCK_CHOICES), "block_c": slider("Bc", BLOCK_CHOICES)}
+
+    def apply(self, sram_kib: int | None = None, block_r: int | None = None, block_c: int | None = None,
+              d: int | None = None, dtype: str | None = None):
         if sram_kib is not None:
             if not int(sram_kib) > 0:
                 raise FlashsimError(f"sram_kib={sram_kib} must be positive")
@@ -82,12 +83,11 @@ class TilingDashboard:
         self.tile_set = qkt_tile_set(self.block_r, self.block_c, self.d, self.dtype)
         self.error = None
         try:
-            check_tile_set_fits(self.tile_set, self.sram_bytes, device_name="the SRAM",
-                                fix=self._fix())
+            check_tile_set_fits(self.tile_set, self.sram_bytes, device_name="the SRAM", fix=self._fix())
         except SramCapacityError as exc:
             self.error = str(exc)
         self.bytes = tiled_qkt_bytes(self.n, self.d, self.block_r, self.block_c, self.dtype)
-        self.paper_blocks = paper_blocks(self.sram_bytes, self.d, self.dtype)
+        self.paper_blocks = fa1_blocks(self.sram_bytes, self.d, self.dtype)
         return self
 
     @property
@@ -100,13 +100,11 @@ class TilingDashboard:
 
     def _fix(self) -> str:
         """Name the largest Br (for this Bc) whose tile set fits, as the error's suggested fix."""
-        from flashsim.course.ch03.checks import qkt_tile_set
         ok = [b for b in BLOCK_CHOICES if sum(qkt_tile_set(b, self.block_c, self.d, self.dtype).values())
               <= self.sram_bytes]
         return f"use block_r <= {max(ok)} at block_c = {self.block_c}" if ok else "use a smaller block_c"
 
     def hbm_bytes(self, block_r: int | None = None) -> int:
-        from flashsim.course.ch03.checks import tiled_qkt_bytes
         b = tiled_qkt_bytes(self.n, self.d, block_r or self.block_r, self.block_c, self.dtype)
         return sum(b["read"].values()) + sum(b["write"].values())
 
@@ -120,33 +118,6 @@ class TilingDashboard:
                 f"({w / 2**20:.1f} MiB): {(r + w) / 2**20:.1f} MiB in all. FA1's rule for this SRAM: "
                 f"Br = {self.paper_blocks[0]}, Bc = {self.paper_blocks[1]}")
 
-    def figure(self):
-        from flashsim.course.ch03.figures import plot_tiling
-        brs = [b for b in BLOCK_CHOICES]
-        from flashsim.course.ch03.checks import qkt_tile_set
-        fits = [sum(qkt_tile_set(b, self.block_c, self.d, self.dtype).values()) <= self.sram_bytes for b in brs]
-        return plot_tiling(self.tile_set, self.sram_bytes, brs, [self.hbm_bytes(b) for b in brs], fits,
-                           self.block_r, title=f"N = {self.n}, d = {self.d}, Bc = {self.block_c}, {self.dtype}")
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        text = W.HTML(self.readout())
-        img = png_image_widget(self.figure())
-        sram = W.IntSlider(value=self.sram_kib, min=16, max=256, step=4, description="SRAM (KiB)",
-                           continuous_update=False)
-        br = W.SelectionSlider(options=BLOCK_CHOICES, value=self.block_r, description="Br")
-        bc = W.SelectionSlider(options=BLOCK_CHOICES, value=self.block_c, description="Bc")
-        d = W.Dropdown(options=(32, 64, 128, 256), value=self.d, description="d")
-
-        def redraw(**kw):
-            self.update(**kw)
-            text.value = self.readout()
-            set_png(img, self.figure())
-
-        sram.observe(lambda c: redraw(sram_kib=c["new"]), names="value")
-        br.observe(lambda c: redraw(block_r=c["new"]), names="value")
-        bc.observe(lambda c: redraw(block_c=c["new"]), names="value")
-        d.observe(lambda c: redraw(d=c["new"]), names="value")
-        return W.VBox([W.HBox([sram, d]), W.HBox([br, bc]), text, img])
+    def plot_args(self) -> dict:
+        return tiling_plot_args(self.n, self.d, self.sram_bytes, self.block_r, self.block_c, self.dtype,
+                                BLOCK_CHOICES)

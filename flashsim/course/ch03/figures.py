@@ -3,52 +3,101 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_tiling", "figure_tiling"]
+from flashsim.course.ch03.tiling import BLOCK_CHOICES, qkt_tile_set, tiled_qkt_bytes
+from flashsim.course.kit.plotting import LivePlot
+
+__all__ = ["TilingPlot", "plot_tiling", "tiling_plot_args", "figure_tiling"]
+
+_TILE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"]
+_RED, _OK = "#d62728", "#2ca02c"
+
+
+class TilingPlot(LivePlot):
+    """Left: the tile set (bytes per tile, stacked) against the SRAM capacity. Right: HBM bytes of the tiled QKᵀ
+    against Br (``hbm_bytes`` at each of ``block_rs``; crosses where the tile set does not fit), the current Br
+    marked. Every control changes the artists in place (chapter 03)."""
+
+    figsize = (8.4, 3.8)
+
+    def draw(self, fig, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title=""):
+        gs = fig.add_gridspec(1, 3)
+        ax = self._left = fig.add_subplot(gs[0, 0])
+        self._tiles = [ax.bar([0], [0.0], color=color, label=name, width=0.6)[0]
+                       for name, color in zip(tile_set, _TILE_COLORS)]
+        self._sram = ax.axhline(0.0, color="k", ls="--", lw=1.5)
+        self._sram_text = ax.text(0.35, 0.0, "", fontsize=8, va="bottom")
+        ax.set_xlim(-0.5, 1.2)
+        ax.set_xticks([])
+        ax.set_ylabel("KiB on chip")
+        self._verdict = ax.set_title("", fontsize=10)
+        # below the axes: inside, the legend sat on the stacked bar
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=1, frameon=False)
+        ax = self._right = fig.add_subplot(gs[0, 1:])
+        brs = np.asarray(block_rs, dtype=np.float64)
+        (self._line,) = ax.semilogx(brs, brs, "-", color="#1f77b4", base=2)
+        (self._fit,) = ax.plot([], [], "o", color="#1f77b4", label="tile set fits")
+        (self._nofit,) = ax.plot([], [], "x", color=_RED, ms=9, label="does not fit")
+        (self._cur,) = ax.plot([], [], "s", mfc="none", mec="k", ms=14, label="Br")
+        ax.set_xlabel("Br (rows of Q kept in SRAM)")
+        ax.set_ylabel("HBM MiB (read + written)")
+        self._title = ax.set_title("", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        self._legend = ax.legend(fontsize=7)
+        self._show(tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title)
+
+    def _show(self, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title):
+        bottom = 0.0
+        for rect, nbytes in zip(self._tiles, tile_set.values()):
+            rect.set_y(bottom)
+            rect.set_height(nbytes / 1024)
+            bottom += nbytes / 1024
+        over = bottom * 1024 > sram_bytes
+        color = _RED if over else "k"
+        self._sram.set_ydata([sram_bytes / 1024] * 2)
+        self._sram.set_color(color)
+        self._sram_text.set_y(sram_bytes / 1024)
+        self._sram_text.set_text(f"SRAM {sram_bytes / 1024:.0f} KiB")
+        self._sram_text.set_color(color)
+        self._left.set_ylim(0, max(bottom, sram_bytes / 1024) * 1.15)
+        self._verdict.set_text("does NOT fit" if over else "fits")
+        self._verdict.set_color(_RED if over else _OK)
+        brs = np.asarray(block_rs, dtype=np.float64)
+        ys = np.asarray(hbm_bytes, dtype=np.float64) / 2**20
+        ok = np.asarray(fits, dtype=bool)
+        self._line.set_ydata(ys)
+        self._fit.set_data(brs[ok], ys[ok])
+        self._nofit.set_data(brs[~ok], ys[~ok])
+        self._cur.set_data([block_r], [ys[list(block_rs).index(block_r)]])
+        self._legend.get_texts()[2].set_text(f"Br = {block_r}")
+        self._title.set_text("tiled S = QKᵀ: bigger resident blocks, fewer re-reads" + (f"\n{title}" if title else ""))
+        self._right.relim()
+        self._right.autoscale_view()
+
+    def refresh(self, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title=""):
+        if list(tile_set) != list(self.args["tile_set"]) or list(block_rs) != list(self.args["block_rs"]):
+            return False
+        self._show(tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title)
+        return True
 
 
 def plot_tiling(tile_set: dict, sram_bytes: int, block_rs, hbm_bytes, fits, block_r: int, title: str = ""):
-    """Left: the tile set (bytes per tile, stacked) against the SRAM capacity. Right: HBM bytes of the tiled QKᵀ
-    against Br (``hbm_bytes`` at each of ``block_rs``; crosses where the tile set does not fit), the current Br
-    marked. Returns a Figure (chapter 03)."""
-    from matplotlib.figure import Figure
+    """:class:`TilingPlot` as a Figure (chapter 03)."""
+    return TilingPlot(tile_set=tile_set, sram_bytes=sram_bytes, block_rs=list(block_rs), hbm_bytes=list(hbm_bytes),
+                      fits=list(fits), block_r=block_r, title=title).fig
 
-    fig = Figure(figsize=(8.4, 3.6))
-    gs = fig.add_gridspec(1, 3)
-    ax = fig.add_subplot(gs[0, 0])
-    bottom = 0.0
-    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"]
-    for (name, nbytes), color in zip(tile_set.items(), colors):
-        ax.bar([0], [nbytes / 1024], bottom=bottom, color=color, label=name, width=0.6)
-        bottom += nbytes / 1024
-    over = bottom * 1024 > sram_bytes
-    ax.axhline(sram_bytes / 1024, color="#d62728" if over else "k", ls="--", lw=1.5)
-    ax.text(0.35, sram_bytes / 1024, f"SRAM {sram_bytes / 1024:.0f} KiB", fontsize=8, va="bottom",
-            color="#d62728" if over else "k")
-    ax.set_xlim(-0.5, 1.2)
-    ax.set_xticks([])
-    ax.set_ylabel("KiB on chip")
-    ax.set_title("does NOT fit" if over else "fits", fontsize=10, color="#d62728" if over else "#2ca02c")
-    ax.legend(fontsize=7, loc="upper right")
-    ax = fig.add_subplot(gs[0, 1:])
-    brs = np.asarray(block_rs, dtype=np.float64)
-    ys = np.asarray(hbm_bytes, dtype=np.float64) / 2**20
-    fits = np.asarray(fits, dtype=bool)
-    ax.semilogx(brs, ys, "-", color="#1f77b4", base=2)
-    ax.plot(brs[fits], ys[fits], "o", color="#1f77b4", label="tile set fits")
-    ax.plot(brs[~fits], ys[~fits], "x", color="#d62728", ms=9, label="does not fit")
-    cur = list(block_rs).index(block_r)
-    ax.plot([block_r], [ys[cur]], "s", mfc="none", mec="k", ms=14, label=f"Br = {block_r}")
-    ax.set_xlabel("Br (rows of Q kept in SRAM)")
-    ax.set_ylabel("HBM MiB (read + written)")
-    ax.set_title("tiled S = QKᵀ: bigger resident blocks, fewer re-reads" + (f"\n{title}" if title else ""),
-                 fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+
+def tiling_plot_args(n: int, d: int, sram_bytes: int, block_r: int, block_c: int, dtype: str, block_rs) -> dict:
+    """The arguments of :class:`TilingPlot` for a tiled QKᵀ problem, every Br of `block_rs` evaluated."""
+    hbm = []
+    for b in block_rs:
+        by = tiled_qkt_bytes(n, d, b, block_c, dtype)
+        hbm.append(sum(by["read"].values()) + sum(by["write"].values()))
+    fits = [sum(qkt_tile_set(b, block_c, d, dtype).values()) <= sram_bytes for b in block_rs]
+    return {"tile_set": qkt_tile_set(block_r, block_c, d, dtype), "sram_bytes": sram_bytes,
+            "block_rs": list(block_rs), "hbm_bytes": hbm, "fits": fits, "block_r": block_r,
+            "title": f"N = {n}, d = {d}, Bc = {block_c}, {dtype}"}
 
 
 def figure_tiling():
     """figures/tiling_qkt.png"""
-    from flashsim.course.ch03.dashboards import TilingDashboard
-    return TilingDashboard(n=4096, d=64, sram_kib=100, block_r=128, block_c=64).figure()
+    return TilingPlot(**tiling_plot_args(4096, 64, 100 * 1024, 128, 64, "fp16", BLOCK_CHOICES)).fig

@@ -1,14 +1,13 @@
 """Chapter 05 dashboards: the FlashAttention forward loop stepped event by event, and HBM traffic vs block size.
 
-Both are plain classes whose state changes through ``update(...)`` methods, so tests drive them without a Jupyter
-kernel; ``show()`` builds the ipywidgets (imported lazily) around those same methods::
+Both are built on :class:`flashsim.course.kit.dashboard.Dashboard`, so tests drive them through ``update(...)``
+without a Jupyter kernel::
 
     d = TrafficDashboard()          # FA1 Fig. 2 middle: N=1024, d=64, 16 heads x batch 64, fp16, A100
     d.update(block_c=128)
     d.current_traffic.hbm_bytes     # 3.56 GB, as the paper says
 
-:class:`FlashStepper` (introduced here) is reused by chapter 07 for Algorithm 4, and
-:func:`png_image_widget` by chapters 06–08.
+:class:`FlashStepper` (introduced here) is reused by chapter 07 for Algorithm 4.
 """
 from __future__ import annotations
 
@@ -16,49 +15,24 @@ import math
 
 import numpy as np
 
-from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.course.ch05.figures import TileStatePlot, TrafficVsBlockPlot
+from flashsim.course.ch05.traffic import BLOCK_CS, BlockSweep
+from flashsim.course.kit.dashboard import Dashboard, choice, int_range, slider
+# the pre-Dashboard helpers live in the kit; re-exported until chapters 07-13 import them from there
+from flashsim.course.kit.render import play_controls, png_image_widget, set_png  # noqa: F401
+from flashsim.model.attention.flash import run_flash
+from flashsim.model.dtypes import round_to
+from flashsim.model.hardware import PRESETS
+from flashsim.model.paper import PAPER_FIG2_MIDDLE_GB
+from flashsim.model.problem import make_problem
+from flashsim.model.simulator import reference_outputs, simulate, traffic
 
 __all__ = ["FlashStepper", "TrafficDashboard", "flash_vs_naive_errors", "loop_order_bytes", "png_image_widget",
            "play_controls"]
 
 
-# --- small widget helpers (chapter 05; reused by 06-08) --------------------------------------------------------
-def png_image_widget(fig, css_class: str | None = None):
-    """An ipywidgets.Image showing a Figure as PNG; :func:`set_png` swaps the picture in place.
-
-    Introduced in chapter 05.
-    """
-    import ipywidgets as W
-    from flashsim.course.ch05.figures import figure_to_png
-    img = W.Image(value=figure_to_png(fig), format="png", layout=W.Layout(max_width="100%"))
-    if css_class:
-        img.add_class(css_class)
-    return img
-
-
-def set_png(img, fig) -> None:
-    """Replace the picture of an ipywidgets.Image with a Figure (and close nothing: Figures are not pyplot's)."""
-    from flashsim.course.ch05.figures import figure_to_png
-    img.value = figure_to_png(fig)
-
-
-def play_controls(n_steps: int, on_step, description: str = "step", interval_ms: int = 400, value: int = 0):
-    """A Play button linked to an IntSlider over steps 0..n_steps-1; ``on_step(i)`` is called on every change.
-    Returns (HBox, play, slider).
-
-    Introduced in chapter 05.
-    """
-    import ipywidgets as W
-    play = W.Play(value=value, min=0, max=max(n_steps - 1, 0), step=1, interval=interval_ms, description="play")
-    slider = W.IntSlider(value=value, min=0, max=max(n_steps - 1, 0), step=1, description=description,
-                         continuous_update=True, layout=W.Layout(width="60%"))
-    W.jslink((play, "value"), (slider, "value"))
-    slider.observe(lambda ch: on_step(int(ch["new"])), names="value")
-    return W.HBox([play, slider]), play, slider
-
-
 # --- the loop, stepped -----------------------------------------------------------------------------------------
-class FlashStepper:
+class FlashStepper(Dashboard):
     """Step through a tiled attention loop on the simulator, one :class:`~flashsim.model.memory.Event` at a time.
 
     It runs :func:`flashsim.model.attention.flash.run_flash` once (small N: every event is kept) and replays the event
@@ -73,9 +47,6 @@ class FlashStepper:
     def __init__(self, n: int = 16, d: int = 8, block_r: int = 4, block_c: int = 4, algo: str = "flash1",
                  backward: bool = False, causal: bool = False, dtype: str = "fp32", seed: int = 0,
                  sram_bytes: int | None = None):
-        from flashsim.model.attention.flash import run_flash
-        from flashsim.model.problem import make_problem
-
         self.n, self.d, self.block_r, self.block_c, self.algo = n, d, block_r, block_c, algo
         self.backward = backward
         self.problem = make_problem(algo, n, d, block_r=block_r, block_c=block_c, dtype=dtype, causal=causal,
@@ -97,7 +68,17 @@ class FlashStepper:
         self.tensors = [t for t in ("Q", "K", "V", "O", "m", "l", "L", "dO", "D", "dQ", "dK", "dV") if t in moved]
         self._snapshots = self._replay()
         self.step = 0
-        self.state = self._state(0)
+        self.update(step=0)
+
+    plot = TileStatePlot
+    figure_class = "flashsim-flash-stepper-plot"
+
+    def controls(self):
+        return {"step": int_range("event", 0, max(self.n_steps - 1, 0), play_ms=self.interval_ms, clamp=True,
+                                  width="60%")}
+
+    #: the Play button's interval (ms)
+    interval_ms = 350
 
     # which tensors are blocked by rows of Q (Tr blocks) and which by rows of K/V (Tc blocks)
     ROW_TENSORS = ("Q", "O", "m", "l", "L", "lse", "dO", "dQ", "D")
@@ -201,33 +182,19 @@ class FlashStepper:
                 "title": title, "caption": caption, "m": snap["m"], "l": snap["l"], "o": snap["o"], "read": snap["read"],
                 "written": snap["written"], "writes": snap["writes"]}
 
-    def update(self, step: int) -> dict:
+    def apply(self, step: int | None = None) -> dict:
         """Move to event `step` (clamped to the log); returns the new state."""
-        self.step = int(min(max(step, 0), max(self.n_steps - 1, 0)))
+        if step is not None:
+            self.step = int(min(max(step, 0), max(self.n_steps - 1, 0)))
         self.state = self._state(self.step)
         return self.state
 
-    def figure(self):
-        from flashsim.course.ch05.figures import plot_tile_state
-        return plot_tile_state(self.state)
-
-    @widget_or_figure
-    def show(self, interval_ms: int = 350):
-        """Play + step slider above the picture of the current step."""
-        import ipywidgets as W
-        img = png_image_widget(self.figure(), "flashsim-flash-stepper-plot")
-
-        def on_step(i):
-            self.update(i)
-            set_png(img, self.figure())
-
-        controls, play, slider = play_controls(self.n_steps, on_step, "event", interval_ms, self.step)
-        self._widgets = {"play": play, "slider": slider, "image": img}
-        return W.VBox([controls, img])
+    def plot_args(self) -> dict:
+        return {"state": self.state}
 
 
 # --- traffic vs block size -------------------------------------------------------------------------------------
-class TrafficDashboard:
+class TrafficDashboard(Dashboard):
     """HBM traffic of the FlashAttention forward pass as the K/V block size Bc moves (FA1 Fig. 2 middle).
 
     Defaults are the paper's: N=1024, d=64, 16 heads × batch 64 = 1024 heads, fp16 storage with fp16 statistics,
@@ -237,7 +204,11 @@ class TrafficDashboard:
     Introduced in chapter 05.
     """
 
-    BLOCK_CS = (16, 32, 64, 128, 256, 512)
+    BLOCK_CS = BLOCK_CS
+    plot = TrafficVsBlockPlot
+    layout = (("block_c",), ("device",))
+    readout_class = "flashsim-traffic-readout"
+    figure_class = "flashsim-traffic-plot"
 
     def __init__(self, n: int = 1024, d: int = 64, heads: int = 1024, algo: str = "flash1", dtype: str = "fp16",
                  stats_dtype: str = "fp16", device: str = "a100", block_c: int = 64, block_r: int = 16,
@@ -246,9 +217,13 @@ class TrafficDashboard:
         self.block_r = block_r
         self.block_cs = tuple(block_cs)
         self.algo = algo
-        self._cache: dict = {}
+        self._sweep = BlockSweep(n, d, heads, algo, dtype, stats_dtype, block_r, self.block_cs)
         self.block_c = block_c
         self.current_traffic = self.traffic_for(block_c)
+
+    def controls(self):
+        return {"block_c": slider("block_c", self.block_cs, width="480px", css_class="flashsim-block-c-slider"),
+                "device": choice("device", sorted(PRESETS))}
 
     def traffic_for(self, block_c: int, algo: str | None = None):
         """flashsim.traffic at this block size, or the SramCapacityError when no Br makes the tiles fit (memoised).
@@ -256,22 +231,7 @@ class TrafficDashboard:
         Algorithm 1's bytes do not depend on Br, so the largest Br ≤ ``block_r`` (halving) whose tile set fits the
         device's SRAM is used: at Bc = 512 on an A100 that is Br = 8.
         """
-        from flashsim.model.simulator import traffic
-        from flashsim.errors import SramCapacityError
-        algo = algo or self.algo
-        key = (algo, self.device, int(block_c))
-        if key not in self._cache:
-            br, err = min(self.block_r, block_c), None
-            while br >= 1:
-                try:
-                    self._cache[key] = traffic(algo, self.n, self.d, block_r=br, block_c=block_c, heads=self.heads,
-                                               dtype=self.dtype, stats_dtype=self.stats_dtype, device=self.device)
-                    break
-                except SramCapacityError as exc:
-                    err, br = exc, br // 2
-            else:
-                self._cache[key] = err
-        return self._cache[key]
+        return self._sweep.traffic_for(block_c, self.device, algo)
 
     def sweep(self, algo: str | None = None) -> dict:
         """{block_c: Traffic} over the slider's block sizes."""
@@ -279,17 +239,14 @@ class TrafficDashboard:
 
     @property
     def is_paper_setting(self) -> bool:
-        return (self.n, self.d, self.heads, self.dtype, self.stats_dtype, self.algo) == (
-            1024, 64, 1024, "fp16", "fp16", "flash1")
+        return self._sweep.is_paper_setting
 
-    def update(self, block_c: int | None = None, device: str | None = None):
+    def apply(self, block_c: int | None = None, device: str | None = None):
         """Move to a block size (and/or switch device preset); returns the new current Traffic, or the
         SramCapacityError saying why that block does not fit."""
         if device is not None:
             self.device = device
         if block_c is not None:
-            if int(block_c) not in self.block_cs:
-                raise ValueError(f"block_c={block_c}: the dashboard offers {list(self.block_cs)}")
             self.block_c = int(block_c)
         self.current_traffic = self.traffic_for(self.block_c)
         return self.current_traffic
@@ -302,48 +259,15 @@ class TrafficDashboard:
         if isinstance(t, Exception):
             return f"{self.algo}, Bc = {self.block_c} on {self.device}: does not fit. {t}"
         paper = ""
-        if self.is_paper_setting:
-            from flashsim.model.paper import PAPER_FIG2_MIDDLE_GB
-            if self.block_c in PAPER_FIG2_MIDDLE_GB:
-                paper = f" (paper: {PAPER_FIG2_MIDDLE_GB[self.block_c]:.2f} GB)"
+        if self.is_paper_setting and self.block_c in PAPER_FIG2_MIDDLE_GB:
+            paper = f" (paper: {PAPER_FIG2_MIDDLE_GB[self.block_c]:.2f} GB)"
         return (f"{self.algo}, Bc = {self.block_c}: {t.hbm_bytes / 1e9:.3f} GB{paper} = "
                 f"{t.hbm_read_bytes / 1e9:.3f} GB read + {t.hbm_write_bytes / 1e9:.3f} GB written; "
                 f"peak SRAM {t.sram_peak_bytes / 1024:.1f} KiB of {self.device}'s "
                 f"{t.sram_bytes / 1024:.0f} KiB (Br = {t.block_r})")
 
-    def figure(self):
-        from flashsim.model.paper import PAPER_FIG2_MIDDLE_GB
-        from flashsim.course.ch05.figures import plot_traffic_vs_block
-        sweep = self.sweep()
-        return plot_traffic_vs_block(
-            list(self.block_cs), [np.nan if isinstance(t, Exception) else t.hbm_bytes / 1e9 for t in sweep.values()],
-            current=self.block_c, paper=PAPER_FIG2_MIDDLE_GB if self.is_paper_setting else None,
-            title=f"{self.algo} forward on {self.device}, N={self.n}, d={self.d}, {self.heads} heads, {self.dtype}; "
-                  f"red: Bc = {self.block_c}")
-
-    @widget_or_figure
-    def show(self):
-        """The block_c slider (CSS class ``flashsim-block-c-slider``), a device preset dropdown, a readout
-        (``flashsim-traffic-readout``) and the plot as an <img> (``flashsim-traffic-plot``)."""
-        import ipywidgets as W
-        from flashsim.model.hardware import PRESETS
-        slider = W.SelectionSlider(options=list(self.block_cs), value=self.block_c, description="block_c",
-                                   continuous_update=False, layout=W.Layout(width="480px"))
-        slider.add_class("flashsim-block-c-slider")
-        algo = W.Dropdown(options=sorted(PRESETS), value=self.device, description="device")
-        readout = W.HTML(self.readout())
-        readout.add_class("flashsim-traffic-readout")
-        img = png_image_widget(self.figure(), "flashsim-traffic-plot")
-
-        def redraw(_=None):
-            self.update(block_c=slider.value, device=algo.value)
-            readout.value = self.readout()
-            set_png(img, self.figure())
-
-        slider.observe(redraw, names="value")
-        algo.observe(redraw, names="value")
-        self._widgets = {"slider": slider, "device": algo, "readout": readout, "image": img}
-        return W.VBox([slider, algo, readout, img])
+    def plot_args(self) -> dict:
+        return self._sweep.plot_args(self.device, current=self.block_c)
 
 
 # --- exact, not bitwise ----------------------------------------------------------------------------------------
@@ -356,9 +280,6 @@ def flash_vs_naive_errors(n: int = 256, d: int = 64, dtype: str = "fp16", seed: 
 
     Introduced in chapter 05.
     """
-    from flashsim.model.simulator import reference_outputs, simulate
-    from flashsim.model.dtypes import round_to
-
     rng = np.random.default_rng(seed)
     q, k, v = (rng.standard_normal((1, n, d), dtype=np.float32) for _ in range(3))
     flash = simulate("flash2", n, d, dtype=dtype, inputs=(q, k, v), record_events=False)
@@ -373,7 +294,6 @@ def flash_vs_naive_errors(n: int = 256, d: int = 64, dtype: str = "fp16", seed: 
 def loop_order_bytes(n: int = 1024, d: int = 64, block_r: int = 64, block_c: int = 64, dtype: str = "fp16",
                      device: str = "a100") -> dict:
     """{algo: {tensor: read + write bytes}} for flash1 and flash2 at the same blocks (chapter 05's FA1 vs FA2)."""
-    from flashsim.model.simulator import traffic
     out = {}
     for algo in ("flash1", "flash2"):
         t = traffic(algo, n, d, block_r=block_r, block_c=block_c, dtype=dtype, device=device)

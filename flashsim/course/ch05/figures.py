@@ -1,76 +1,112 @@
 """Chapter 05 figures: the FlashAttention forward loop stepped, traffic vs block size (FA1 Fig. 2 middle), FA1 vs
 FA2 loop order, and flash vs naive error. Every function returns a matplotlib Figure (Agg-safe: no pyplot).
 
-:func:`plot_tile_state` is introduced here and reused by chapter 07's backward stepper.
+:class:`TileStatePlot` is introduced here and reused by chapter 07's backward stepper.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from flashsim.course.kit.plotting import new_figure
+from flashsim.course.ch05.traffic import BlockSweep
+from flashsim.course.kit.plotting import LivePlot, figure_to_png, new_figure
 
-__all__ = ["plot_tile_state", "plot_traffic_vs_block", "plot_loop_order", "plot_flash_vs_naive_error",
-           "figure_to_png", "figure_fa1_fig2_middle"]
-
+__all__ = ["TileStatePlot", "TrafficVsBlockPlot", "plot_tile_state", "plot_traffic_vs_block", "plot_loop_order",
+           "plot_flash_vs_naive_error", "figure_to_png", "figure_fa1_fig2_middle"]
 
 _IN_SRAM = "#2ca02c"
 _IN_HBM = "#d9d9d9"
 _CURRENT = "#d62728"
+_ROW = "#1f77b4"
+_UNKNOWN = "#eeeeee"
 
 
-def figure_to_png(fig, dpi: int = 80) -> bytes:
-    """PNG bytes of a Figure (what an ipywidgets.Image shows; chapter 05's dashboards use it)."""
-    import io
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()
-
-
-def plot_tile_state(state: dict):
+class TileStatePlot(LivePlot):
     """One step of a tiled loop: which tiles of each tensor are in SRAM, and the per-row state.
 
     ``state`` (built by :class:`flashsim.widgets.FlashStepper`): ``blocks`` {tensor: number of blocks},
     ``in_sram`` set of (tensor, block index), ``current`` set of (tensor, block index) this step touches,
-    ``title``, ``rows``
-    {label: array over the N rows (NaN = not yet known)}, ``caption``.
+    ``title``, ``rows`` {label: array over the N rows (NaN = not yet known)}, ``caption``. A new step of the same
+    loop recolours the tiles and resizes the bars in place.
 
     Introduced in chapter 05.
     """
-    rows = state.get("rows", {})
-    fig = new_figure((11, 2.6 + 1.25 * len(rows)))
-    gs = fig.add_gridspec(1 + len(rows), 1, height_ratios=[2.2] + [1] * len(rows))
-    ax = fig.add_subplot(gs[0])
-    tensors = list(state["blocks"])
-    width = max(state["blocks"].values())
-    for y, name in enumerate(tensors):
-        nb = state["blocks"][name]
-        for b in range(nb):
-            color = _IN_SRAM if (name, b) in state["in_sram"] else _IN_HBM
-            edge = _CURRENT if (name, b) in (state.get("current") or ()) else "white"
-            ax.add_patch(_rect((b * width / nb, -y - 0.4), width / nb, 0.8, color, edge))
-            ax.text((b + 0.5) * width / nb, -y, f"{name}{b}", ha="center", va="center", fontsize=7)
-    ax.set_xlim(0, width)
-    ax.set_ylim(-len(tensors) + 0.4, 0.6)
-    ax.set_yticks([-y for y in range(len(tensors))], tensors)
-    ax.set_xticks([])
-    ax.set_title(state.get("title", ""), fontsize=10)
-    first = None
-    for k, (label, values) in enumerate(rows.items()):
-        a = fig.add_subplot(gs[k + 1], sharex=first)
-        first = first or a
-        values = np.asarray(values, float)
-        x = np.arange(values.size)
-        shown = np.where(np.isfinite(values), values, 0.0)
-        a.bar(x, shown, width=0.9, color=np.where(np.isfinite(values), "#1f77b4", "#eeeeee"))
-        a.set_ylabel(label, fontsize=8)
-        a.tick_params(labelsize=7)
-        if not np.isfinite(values).any():
-            a.text(0.5, 0.5, "not computed yet", transform=a.transAxes, ha="center", va="center", fontsize=8)
-    if first is not None:
-        first.figure.axes[-1].set_xlabel("row of Q (query index)")
-    fig.text(0.01, 0.005, state.get("caption", ""), fontsize=8, va="bottom")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    return fig
+
+    figsize = (11, 2.6 + 1.25 * 4)
+
+    def __init__(self, state: dict):
+        self.figsize = (11, 2.6 + 1.25 * len(state.get("rows", {})))
+        super().__init__(state=state)
+
+    def draw(self, fig, state):
+        rows = state.get("rows", {})
+        gs = fig.add_gridspec(1 + len(rows), 1, height_ratios=[2.2] + [1] * len(rows))
+        ax = fig.add_subplot(gs[0])
+        tensors = list(state["blocks"])
+        width = max(state["blocks"].values())
+        self._tiles = {}
+        for y, name in enumerate(tensors):
+            nb = state["blocks"][name]
+            for b in range(nb):
+                rect = _rect((b * width / nb, -y - 0.4), width / nb, 0.8, _IN_HBM, "white")
+                ax.add_patch(rect)
+                self._tiles[(name, b)] = rect
+                ax.text((b + 0.5) * width / nb, -y, f"{name}{b}", ha="center", va="center", fontsize=7)
+        ax.set_xlim(0, width)
+        ax.set_ylim(-len(tensors) + 0.4, 0.6)
+        ax.set_yticks([-y for y in range(len(tensors))], tensors)
+        ax.set_xticks([])
+        self._title = ax.set_title("", fontsize=10)
+        self._bars, self._empty = {}, {}
+        first = None
+        for k, (label, values) in enumerate(rows.items()):
+            a = fig.add_subplot(gs[k + 1], sharex=first)
+            first = first or a
+            n = np.asarray(values).size
+            self._bars[label] = (a, a.bar(np.arange(n), np.zeros(n), width=0.9, color=_UNKNOWN))
+            a.set_ylabel(label, fontsize=8)
+            a.tick_params(labelsize=7)
+            self._empty[label] = a.text(0.5, 0.5, "not computed yet", transform=a.transAxes, ha="center",
+                                        va="center", fontsize=8)
+        if first is not None:
+            fig.axes[-1].set_xlabel("row of Q (query index)")
+        self._caption = fig.text(0.01, 0.005, "", fontsize=8, va="bottom")
+        self._show(state)
+
+    def _layout(self):
+        self.fig.tight_layout(rect=(0, 0.04, 1, 1))
+
+    def _show(self, state) -> None:
+        current = state.get("current") or ()
+        for key, rect in self._tiles.items():
+            rect.set_facecolor(_IN_SRAM if key in state["in_sram"] else _IN_HBM)
+            edge = key in current
+            rect.set_edgecolor(_CURRENT if edge else "white")
+            rect.set_linewidth(2.5 if edge else 1)
+        self._title.set_text(state.get("title", ""))
+        self._caption.set_text(state.get("caption", ""))
+        for label, values in state.get("rows", {}).items():
+            a, bars = self._bars[label]
+            values = np.asarray(values, float)
+            known = np.isfinite(values)
+            for rect, v, ok in zip(bars, values, known):
+                rect.set_height(v if ok else 0.0)
+                rect.set_facecolor(_ROW if ok else _UNKNOWN)
+            self._empty[label].set_visible(not known.any())
+            lo, hi = min(0.0, np.min(values[known], initial=0.0)), max(0.0, np.max(values[known], initial=0.0))
+            pad = 0.05 * (hi - lo) if hi > lo else 1.0
+            a.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
+
+    def refresh(self, state) -> bool:
+        old = self.args["state"]
+        if old["blocks"] != state["blocks"] or list(old.get("rows", {})) != list(state.get("rows", {})):
+            return False
+        self._show(state)
+        return True
+
+
+def plot_tile_state(state: dict):
+    """One step of a tiled loop as a Figure (:class:`TileStatePlot`). Introduced in chapter 05."""
+    return TileStatePlot(state).fig
 
 
 def _rect(xy, w, h, face, edge):
@@ -78,37 +114,65 @@ def _rect(xy, w, h, face, edge):
     return Rectangle(xy, w, h, facecolor=face, edgecolor=edge, linewidth=2.5 if edge != "white" else 1)
 
 
-def plot_traffic_vs_block(block_cs, simulated_gb, *, current=None, paper: dict | None = None, title: str = "",
-                          ylabel: str = "HBM traffic (GB)"):
-    """Bars of simulated HBM traffic per block size, the paper's numbers beside them, the current block marked.
+class TrafficVsBlockPlot(LivePlot):
+    """Bars of simulated HBM traffic per block size, the paper's numbers beside them, the current block marked
+    (``block_cs``, ``simulated_gb`` with NaN where the tiles do not fit, ``current``, ``paper`` {Bc: GB} or
+    None, ``title``). Moving the block or the device changes the bars in place.
 
     Introduced in chapter 05.
     """
-    fig = new_figure((6.4, 3.6))
-    ax = fig.add_subplot()
-    x = np.arange(len(block_cs))
-    w = 0.4 if paper else 0.7
-    colors = [_CURRENT if b == current else "#1f77b4" for b in block_cs]
-    bars = ax.bar(x - (w / 2 if paper else 0), simulated_gb, w, color=colors, label="flashsim (simulated)")
-    for rect, v in zip(bars, simulated_gb):
-        if np.isfinite(v):
-            ax.text(rect.get_x() + rect.get_width() / 2, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
-        else:
-            ax.text(rect.get_x() + rect.get_width() / 2, 0, "does not\nfit", ha="center", va="bottom",
-                    fontsize=7, color=_CURRENT)
-    if paper:
-        vals = [paper.get(b, np.nan) for b in block_cs]
-        pb = ax.bar(x + w / 2, vals, w, color="#ff7f0e", alpha=0.8, label="FA1 paper, Fig. 2 middle")
-        for rect, v in zip(pb, vals):
-            if np.isfinite(v):
-                ax.text(rect.get_x() + rect.get_width() / 2, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x, [str(b) for b in block_cs])
-    ax.set_xlabel("block size Bc (columns of K/V per block)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+
+    figsize = (6.4, 3.6)
+
+    def draw(self, fig, block_cs, simulated_gb, current=None, paper=None, title="", ylabel="HBM traffic (GB)"):
+        ax = self._ax = fig.add_subplot()
+        x = np.arange(len(block_cs))
+        w = 0.4 if paper else 0.7
+        self._bars = ax.bar(x - (w / 2 if paper else 0), np.zeros(len(block_cs)), w, color="#1f77b4",
+                            label="flashsim (simulated)")
+        self._labels = [ax.text(r.get_x() + r.get_width() / 2, 0, "", ha="center", va="bottom", fontsize=7)
+                        for r in self._bars]
+        self._top = 0.0
+        if paper:
+            vals = [paper.get(b, np.nan) for b in block_cs]
+            pb = ax.bar(x + w / 2, vals, w, color="#ff7f0e", alpha=0.8, label="FA1 paper, Fig. 2 middle")
+            for rect, v in zip(pb, vals):
+                if np.isfinite(v):
+                    ax.text(rect.get_x() + rect.get_width() / 2, v, f"{v:.2f}", ha="center", va="bottom",
+                            fontsize=7)
+            self._top = float(np.nanmax(vals)) if np.isfinite(vals).any() else 0.0
+        ax.set_xticks(x, [str(b) for b in block_cs])
+        ax.set_xlabel("block size Bc (columns of K/V per block)")
+        ax.set_ylabel(ylabel)
+        self._title = ax.set_title("", fontsize=9)
+        ax.legend(fontsize=8)
+        self._show(block_cs, simulated_gb, current, title)
+
+    def _show(self, block_cs, simulated_gb, current, title):
+        for rect, label, b, v in zip(self._bars, self._labels, block_cs, simulated_gb):
+            ok = np.isfinite(v)
+            rect.set_height(v if ok else 0.0)
+            rect.set_facecolor(_CURRENT if b == current else "#1f77b4")
+            label.set_position((rect.get_x() + rect.get_width() / 2, v if ok else 0.0))
+            label.set_text(f"{v:.2f}" if ok else "does not\nfit")
+            label.set_color("black" if ok else _CURRENT)
+        top = max([self._top] + [float(v) for v in simulated_gb if np.isfinite(v)])
+        self._ax.set_ylim(0, top * 1.12 if top > 0 else 1.0)
+        self._title.set_text(title)
+
+    def refresh(self, block_cs, simulated_gb, current=None, paper=None, title="", ylabel="HBM traffic (GB)"):
+        if (list(block_cs), paper, ylabel) != (list(self.args["block_cs"]), self.args.get("paper"),
+                                               self.args.get("ylabel", "HBM traffic (GB)")):
+            return False
+        self._show(block_cs, simulated_gb, current, title)
+        return True
+
+
+def plot_traffic_vs_block(block_cs, simulated_gb, *, current=None, paper: dict | None = None, title: str = "",
+                          ylabel: str = "HBM traffic (GB)"):
+    """:class:`TrafficVsBlockPlot` as a Figure. Introduced in chapter 05."""
+    return TrafficVsBlockPlot(block_cs=list(block_cs), simulated_gb=list(simulated_gb), current=current,
+                              paper=paper, title=title, ylabel=ylabel).fig
 
 
 def plot_loop_order(tr: int, tc: int, bytes_by_tensor: dict | None = None):
@@ -194,6 +258,4 @@ def figure_fa1_fig2_middle():
 
     Introduced in chapter 05.
     """
-    from flashsim.course.ch05.dashboards import TrafficDashboard
-    d = TrafficDashboard(block_cs=(64, 128, 256, 512))
-    return d.figure()
+    return TrafficVsBlockPlot(**BlockSweep(block_cs=(64, 128, 256, 512)).plot_args("a100", current=64)).fig

@@ -71,13 +71,14 @@ class Control:
     play_ms: int | None = None
     width: str | None = None
     css_class: str | None = None
+    clamp: bool = False     # a range control: update() clamps a value outside it instead of raising
 
     @property
     def values(self) -> tuple:
         return tuple(o[1] if isinstance(o, tuple) else o for o in self.options)
 
-    def check(self, name: str, value) -> None:
-        """Raise FlashsimError when `value` is outside what this control offers."""
+    def check(self, name: str, value):
+        """`value` if this control offers it (clamped into the range when ``clamp``), else FlashsimError."""
         if self.kind in ("choice", "slider"):
             if value not in self.values:
                 raise FlashsimError(f"{name}={value!r}: the {self.label!r} control offers {list(self.values)}")
@@ -88,9 +89,12 @@ class Control:
             try:
                 ok = self.min <= float(value) <= self.max
             except (TypeError, ValueError):
-                ok = False
+                raise FlashsimError(f"{name}={value!r}: the {self.label!r} slider takes a number") from None
+            if not ok and self.clamp:
+                return type(value)(min(max(value, self.min), self.max))
             if not ok:
                 raise FlashsimError(f"{name}={value!r}: the {self.label!r} slider offers {self.min:g} … {self.max:g}")
+        return value
 
     def widget(self, value):
         """The ipywidget for this control, showing `value`."""
@@ -143,7 +147,7 @@ def slider(label: str, options, play_ms: int | None = None, **kw) -> Control:
 
 
 def int_range(label: str, lo: int, hi: int, step: int = 1, play_ms: int | None = None, **kw) -> Control:
-    """An integer slider lo..hi (a Play button when `play_ms` is given)."""
+    """An integer slider lo..hi (a Play button when `play_ms` is given; ``clamp=True``: update() clamps)."""
     return Control("int", label, min=lo, max=hi, step=step, play_ms=play_ms, **kw)
 
 
@@ -262,10 +266,7 @@ class Dashboard:
             if len(args) > len(names):
                 raise FlashsimError(f"update takes at most {len(names)} positional values ({', '.join(names)})")
             changes = {**dict(zip(names, args)), **changes}
-        for name, value in changes.items():
-            if name in specs and value is not None:
-                specs[name].check(name, value)
-        changes = {k: v for k, v in changes.items() if v is not None}
+        changes = {k: (specs[k].check(k, v) if k in specs else v) for k, v in changes.items() if v is not None}
         if not self._views:
             return self.apply(**changes)
         view = self._views[-1]
