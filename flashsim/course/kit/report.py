@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass, field
 
 from flashsim.errors import FlashsimError
+from flashsim.kernels.runtime import select_backend
 
 from flashsim.model.table import Table
 
@@ -106,43 +107,62 @@ def _version(dist: str):
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         if dist == "flashsim":
-            from flashsim import __version__
-            return __version__
+            return _package_version()
         return None
+
+
+def _package_version() -> str:
+    """flashsim's own version when it is not installed as a distribution (a source checkout on sys.path)."""
+    import flashsim  # the package root, already imported by whoever imported this module
+
+    return flashsim.__version__
 
 
 def device_report() -> DeviceReport:
     """Which device the course's kernels will use, and the versions installed (chapter 00).
 
-    A CUDA GPU when torch sees one (unless TRITON_INTERPRET is set, which forces the interpreter), else the
-    Triton interpreter on the CPU.
+    The backend is the one decision :func:`flashsim.kernels.runtime.select_backend` makes (a CUDA GPU when torch
+    sees one, unless TRITON_INTERPRET forces the interpreter; the interpreter on a CPU). Without torch or triton
+    (a ``[lab]``-only install) the report says so and how to install them; the simulator chapters need neither.
     """
-    from flashsim import kernels  # decides TRITON_INTERPRET before anything imports triton
-    import torch
-
+    backend = select_backend()
     versions = {"python": platform.python_version()}
     for name in ("flashsim", "torch", "triton", "numpy", "numba", "matplotlib", "ipywidgets"):
         versions[name] = _version(name)
-    gpu = bool(torch.cuda.is_available())
-    interpreter = bool(kernels.INTERPRETER)
-    forced = interpreter and gpu
+    props = _cuda_properties() if backend.available else None
+    gpu = props is not None
+    interpreter = backend.interpreter
     details: dict = {}
-    if gpu:
-        props = torch.cuda.get_device_properties(0)
-        name = props.name
-        details = {"GPU memory": f"{props.total_memory / 1024**3:.1f} GiB", "SMs": props.multi_processor_count,
-                   "compute capability": f"{props.major}.{props.minor}", "CUDA (torch)": torch.version.cuda}
-        l2 = getattr(props, "L2_cache_size", None)
-        if l2:
-            details["L2"] = f"{l2 / 1024**2:.0f} MiB"
-        device = f"{name} (Triton interpreter forced by TRITON_INTERPRET)" if forced else name
-    else:
+    if props is not None:
+        details = {"GPU memory": f"{props['total_memory'] / 1024**3:.1f} GiB", "SMs": props["sms"],
+                   "compute capability": props["capability"], "CUDA (torch)": props["cuda"]}
+        if props.get("l2"):
+            details["L2"] = f"{props['l2'] / 1024**2:.0f} MiB"
+        device = f"{props['name']} (Triton interpreter forced by TRITON_INTERPRET)" if interpreter else props["name"]
+    elif backend.available:
         device = "Triton interpreter on CPU"
         details = {"CPU": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                    "note": "no CUDA GPU: kernels run in the Triton interpreter at small sizes; "
                            "the simulator does not need a GPU"}
+    else:
+        device = "simulator only (no Triton kernels)"
+        details = {"CPU": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+                   "note": backend.line()}
     return DeviceReport(device=device, gpu=gpu, interpreter=interpreter, details=details, versions=versions,
                         size=size())
+
+
+def _cuda_properties() -> dict | None:
+    """Name, memory, SMs, capability and L2 of CUDA device 0, or None without a CUDA GPU (torch imported here,
+    only once the backend is decided and torch is known to be installed)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    props = torch.cuda.get_device_properties(0)
+    return {"name": props.name, "total_memory": props.total_memory, "sms": props.multi_processor_count,
+            "capability": f"{props.major}.{props.minor}", "cuda": torch.version.cuda,
+            "l2": getattr(props, "L2_cache_size", None)}
 
 
 #: the course, one line per chapter: (number, notebook file, title, what it shows)
