@@ -299,16 +299,13 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
 
 
 #: Programs resident per SM assumed by the L2 model. The flash kernels at GPU block sizes (BLOCK_M=128, d=128,
-#: K/V tiles double/triple-buffered) use ~100-130 KB of shared memory and most of the register file: one program
-#: per SM. Calibrated: with 2, the single-head N=65536/131072 forward cases miss ncu's DRAM bytes by 44-45%; with
-#: 1 they agree within 1% (benchmarks/results/kernels_h200_*.md).
+#: K/V tiles double/triple-buffered) use most of an SM's shared memory and register file: one program per SM
+#: (calibrated against Nsight Compute's DRAM bytes, see benchmarks/results/kernels_h200_2026-11-29.md).
 PROGRAMS_PER_SM = 1
 
 #: Fraction of the L2 that holds data all SMs share. H100/H200 split the L2 into two partitions; a line one SM
 #: reads from the far partition is also kept in the near one, so data read by every SM (K/V tiles) fills both
-#: halves: about half the L2 is usable for it. Calibrated on the H200: with 1.0 the N=65536 single-head forward
-#: predicts DRAM bytes 69% low (K/V of 32 MB "fit" a 60 MB L2 but were re-read from DRAM every wave); with 0.5
-#: every flash case agrees within 4%.
+#: halves: about half the L2 is usable for it (calibrated, see benchmarks/results/kernels_h200_2026-11-29.md).
 L2_SHARED_FRACTION = 0.5
 
 

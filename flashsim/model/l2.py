@@ -24,15 +24,14 @@ Concurrency model (stated, not measured):
 * Each launch starts cold (Nsight Compute flushes caches before each profiled kernel, ``--cache-control all``).
 
 Not modelled: set conflicts, the real replacement policy, sector (32 B) granularity of partially used lines,
-prefetch, and programs drifting out of lockstep. Two consequences measured on an H200 (benchmarks/results/
-kernels_h200_2026-11-30.md): (1) when resident programs start at staggered times and stream the same tiles (a
-causal dQ pass launched shortest first), real programs that hit in L2 run faster and catch up with the ones
-ahead, so reuse is far better than lockstep LRU predicts (15 GB measured vs 50 GB modelled at N=131072; the
-kernels now launch longest first, where both give 1.25 GB); (2) a stream just over the modelled capacity is
-lost completely by a strict LRU but only partly by the real L2 (+14% to +24% for one head's 33.5 MB K/V). The H100/H200 L2's split into two partitions (lines all SMs read
-are kept in both) can be modelled two ways: pass half the L2 as ``l2_bytes`` (what
-:func:`flashsim.model.kernel_io.kernel_dram` does by default, calibrated on an H200: flash kernels within 4% of ncu),
-or ``shared_cost=2.0`` (a tile more than one program touches occupies twice its bytes).
+prefetch, and programs drifting out of lockstep. So the model overestimates DRAM reads where (1) resident programs
+start at staggered times and stream the same tiles (real programs that hit in L2 run faster and catch up with the
+ones ahead: why the kernels launch their longest programs first) and (2) a stream is just over the modelled
+capacity (a strict LRU loses all of it, the real L2 only part); measured, see
+benchmarks/results/kernels_h200_2026-11-30.md. The H100/H200 L2's split into two partitions (lines all SMs read are
+kept in both) can be modelled two ways: pass half the L2 as ``l2_bytes`` (what
+:func:`flashsim.model.kernel_io.kernel_dram` does by default) or ``shared_cost=2.0`` (a tile more than one program
+touches occupies twice its bytes).
 
 Callers: :func:`flashsim.model.kernel_io.kernel_dram` builds the tile traces of the Triton kernels and calls this;
 the simulator core can pass its own traces (any hashable keys).

@@ -22,7 +22,7 @@ class Problem:
     n: int
     d: int
     block_r: int | None  # rows of Q per block (Br); resolved for flash algorithms, None for naive/eager
-    block_c: int | None  # columns of K/V per block (Bc)
+    block_c: int | None  # rows of K/V per block (Bc = columns of S); vocabulary: flashsim.model.attention.visibility
     heads: int
     dtype: str  # storage dtype of Q, K, V, O, S, P, dO, ...
     stats_dtype: str  # storage dtype of the softmax statistics m, l, logsumexp, D

@@ -21,7 +21,8 @@ output, the counters (equal to :func:`traffic`'s), and the error against a float
 plain implementation of the same formula in the same dtype. **The simulation is exact in real arithmetic, not
 bitwise**: tiling and the online softmax reorder the floating-point sums, so the result differs from a float64
 computation by rounding error only; in fp32 that is below 1e-6 relative, in fp16/bf16 at most twice the error of
-the plain implementation (``ok``, see :func:`tolerance`).
+the plain implementation (``ok``, see :func:`tolerance`). Both yardsticks are
+:mod:`flashsim.model.attention.reference`'s; the L2 replay is :mod:`flashsim.model.attention.l2_traces`'.
 """
 from __future__ import annotations
 

@@ -91,7 +91,8 @@ def online_softmax_update(m, l, acc, s, v, *, rescale: bool = True):
 
     m (r,) running max, l (r,) running denominator relative to m, acc (r, d) unnormalised Σ e^(s − m)·v; s (r, c)
     the tile's scores (masked entries −inf), v (c, d) its values. Start from m = −inf, l = 0, acc = 0; the
-    output is acc / l. acc = v = None updates the statistics (m, l) only. Arithmetic in the inputs' dtype (float32 on chip in step mode)::
+    output is acc / l. acc = v = None updates the statistics (m, l) only. Arithmetic in the inputs' dtype
+    (float32 on chip in step mode)::
 
         m_new = max(m, rowmax(s));  α = e^(m − m_new)  (0 on the first tile)
         l_new = α·l + rowsum(e^(s − m_new));  acc_new = α·acc + e^(s − m_new) @ v

@@ -12,9 +12,9 @@ Triton kernels (constexpr) ``BLOCK_M``          ``BLOCK_N``
 kernel arguments, CLI      ``block_m``          ``block_n``
 =========================  ===================  ====================================================
 
-A length-N axis tiled by B has T = ⌈N/B⌉ blocks (:func:`n_blocks`; Tr for rows, Tc for columns); block t covers
-rows t·B … min((t+1)·B, N) − 1, so the last block is *ragged*: it holds N − (T−1)·B rows (:func:`block_sizes`,
-:func:`block_extent`). Loads and stores count only real rows.
+A length-N axis tiled by B has T = ⌈N/B⌉ blocks (:func:`n_blocks`; Tr for rows, Tc for columns); block t
+covers rows t·B … min((t+1)·B, N) − 1, so the last block is *ragged*: it holds N − (T−1)·B rows
+(:func:`block_sizes`, :func:`block_extent`). Loads and stores count only real rows.
 
 **Causal visibility.** Query row r sees key column c iff c ≤ r (:func:`causal_mask`, element-wise; top-left
 aligned). Tile (i, j) (row block i, column block j) is *skipped*, no loads and no FLOPs, when every column of it

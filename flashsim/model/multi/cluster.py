@@ -11,8 +11,9 @@ run their loops on it and count; :mod:`flashsim.model.multi.closed_forms` has th
   passes the block on. A send reads the block from the sender's HBM and writes it into the receiver's; the link
   counts it. ``numbers=True`` also computes the output (numpy, float64) to show it is exact.
 * :func:`flash_decoding`: one device; the split kernel's programs and the combine kernel's, their bytes, and a
-  time model in which one SM streams at most its share of HBM bandwidth (HBM bandwidth / number of SMs). On the
-  lent H200 a single program alone streamed 36 GB/s = 4.8 TB/s / 132 (benchmarks/results/flash_decoding_*).
+  time model in which one SM streams at most its share of HBM bandwidth (HBM bandwidth / number of SMs): one
+  program alone cannot saturate HBM, which is why splitting K/V over more programs pays off (measured, see
+  benchmarks/results/distributed_h200_2026-11-29.md).
 * :func:`ring_step_times`, :func:`overlap_threshold`: one ring step's compute time 4·B·H·n²·d / F against its
   transfer time 2·B·H·n·d·b / W; the transfer hides behind the compute when n ≥ b·F / (2·W).
 
@@ -26,11 +27,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from flashsim.errors import FlashsimError, SramCapacityError
+from flashsim.model.attention.online_softmax import combine_partials
+from flashsim.model.attention.reference import reference_attention
 from flashsim.model.dtypes import dtype_bytes
-from flashsim.errors import FlashsimError
 from flashsim.model.hardware import Hardware, get_device
-from flashsim.model.multi import closed_forms as closed
 from flashsim.model.memory import Counters
+from flashsim.model.multi import closed_forms as closed
+from flashsim.model.simulator import traffic
+from flashsim.model.table import Table
 
 __all__ = ["LinkSpec", "LINK_PRESETS", "get_link", "Cluster", "RingStep", "RingResult", "ring_attention",
            "FlashDecodingResult", "flash_decoding", "ring_step_times", "overlap_threshold", "split_partials",
@@ -48,7 +53,7 @@ class LinkSpec:
 
 LINK_PRESETS: dict[str, LinkSpec] = {
     # NVIDIA H100 / H200 SXM datasheets: "NVLink: 900 GB/s" (bidirectional, 18 NVLink 4 links) = 450 GB/s per
-    # direction. nvidia-smi on the lent 2 x H200: NV18, 18 links of 26.562 GB/s (benchmarks/results/).
+    # direction.
     "nvlink4": LinkSpec("NVLink 4 (H100/H200 SXM)", 450e9,
                         "NVIDIA H100/H200 SXM datasheets: 900 GB/s bidirectional = 450 GB/s per direction"),
     # NVIDIA A100 datasheet: "NVLink: 600 GB/s" (bidirectional, 12 NVLink 3 links) = 300 GB/s per direction.
@@ -148,26 +153,14 @@ class Cluster:
 
 
 # --- numbers (numpy, float64): one block, and the logsumexp merge ---------------------------------------------------
+# combine_partials is flashsim.model.attention.online_softmax.combine_partials (the one merge), re-exported here.
 def block_attention_numpy(q, k, v, scale: float, causal_diag: bool = False):
-    """(o, lse) of q (..., n, d) against one K/V block, o normalised over the block (float64)."""
-    s = np.matmul(np.asarray(q, np.float64), np.swapaxes(np.asarray(k, np.float64), -1, -2)) * scale
-    if causal_diag:
-        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
-    p = np.exp(s - m)
-    l = p.sum(axis=-1, keepdims=True)
-    return np.matmul(p / l, np.asarray(v, np.float64)), (m + np.log(l))[..., 0]
+    """(o, lse) of q (..., n, d) against one K/V block, o normalised over the block (float64): the reference
+    attention (:func:`flashsim.model.attention.reference.reference_attention`) with its logsumexp.
 
-
-def combine_partials(o_parts, lse_parts):
-    """Merge S partial results: o_parts (S, ..., n, d), lse_parts (S, ..., n) → (o, lse). Exact (chapter 04's merge
-    with L = m + log l): L = log Σ e^(L_s), O = Σ e^(L_s − L) O_s."""
-    o_parts = np.asarray(o_parts, np.float64)
-    lse_parts = np.asarray(lse_parts, np.float64)
-    m = lse_parts.max(axis=0)
-    w = np.exp(lse_parts - m)                                   # (S, ..., n); a part with L = −inf weighs 0
-    lse = m + np.log(w.sum(axis=0))
-    return (w[..., None] * o_parts).sum(axis=0) / w.sum(axis=0)[..., None], lse
+    causal_diag: the block is the diagonal one (same rows as Q), so key c is visible to query r iff c ≤ r.
+    """
+    return reference_attention(q, k, v, causal_diag, sm_scale=scale, return_lse=True)
 
 
 def split_partials(q, k, v, splits: int, scale: float | None = None):
@@ -221,7 +214,6 @@ class RingResult:
         return sum(self.link_bytes)
 
     def table(self):
-        from flashsim.model.table import Table
         rows = [[r, self.link_messages[r], self.link_bytes[r], self.device_counters[r].hbm_read_bytes,
                  self.device_counters[r].hbm_write_bytes, self.device_counters[r].flops] for r in range(self.world)]
         return Table(["device", "messages sent", "link bytes sent", "HBM read B", "HBM written B", "FLOPs"], rows,
@@ -230,8 +222,6 @@ class RingResult:
 
 
 def _block_traffic(n_loc, d, bh, dtype, causal, device):
-    from flashsim.model.simulator import traffic
-    from flashsim.errors import SramCapacityError
     blk = 128
     while True:
         b = max(1, min(blk, n_loc))
@@ -316,11 +306,7 @@ def ring_attention(n: int, d: int, world: int = 2, heads: int = 1, batch: int = 
                      cl.hw, steps, cl.link_bytes(), cl.link_messages(), [dv.counters for dv in cl.devices], total_s)
     if numbers:
         out = np.concatenate(o_run, axis=1)
-        s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
-        if causal:
-            s = np.where(np.tril(np.ones((int(n), int(n)), bool)), s, -np.inf)
-        p = np.exp(s - s.max(-1, keepdims=True))
-        ref = np.matmul(p / p.sum(-1, keepdims=True), v)
+        ref = reference_attention(q, k, v, causal, sm_scale=scale)  # one-device attention, float64
         res.output, res.max_abs_err = out, float(np.abs(out - ref).max())
     return res
 

@@ -46,7 +46,8 @@ Two conventions worth knowing (docs/design.md):
 
 >>> from flashsim.model.problem import make_problem
 >>> p = make_problem("flash1", n=1024, d=64, block_c=64, dtype="fp16", stats_dtype="fp16", sram_bytes=1 << 20)
->>> count_flash(p).counters.hbm_bytes == (2 * 1024 * 64 + 16 * (3 * 1024 * 64 + 4 * 1024)) * 2
+>>> from flashsim.model.attention.closed_forms.flash import fa1_paper_hbm_elements  # 2Nd + Tc·(3Nd + 4N)
+>>> count_flash(p).counters.hbm_bytes == fa1_paper_hbm_elements(1024, 64, 64) * 2
 True
 """
 from flashsim.model.attention.flash.blocks import FLASH_ALGOS, resolve_blocks, sram_peak_bytes, sram_tile_bytes

@@ -147,8 +147,8 @@ def _pow2_floor(x: int) -> int:
 
 
 def effective_peak(problem, br, bc, which=None) -> tuple[int, dict]:
-    """Peak SRAM over the phases `which` (default: all that run): the largest tile set at the sizes actually loaded (a block
-    larger than N holds only N rows)."""
+    """Peak SRAM over the phases `which` (default: all that run): the largest tile set at the sizes actually
+    loaded (a block larger than N holds only N rows)."""
     r, c = min(br, problem.n), min(bc, problem.n)
     best, best_tiles = -1, {}
     for ph in which or phases(problem.algo, problem.backward):
