@@ -55,6 +55,8 @@ def test_backward_dashboard_widgets():
     pytest.importorskip("ipywidgets")
     d = BackwardCostDashboard(n=1024)
     d.show()
-    before = d._widgets["image"].value
-    d._widgets["n"].value = 8192
-    assert d.n == 8192 and d._widgets["image"].value != before
+    before = d.view.figure.png()
+    d.widgets["n"].value = 8192
+    assert d.n == 8192 and d.view.figure.png() != before
+    d.update(n=2048, d=128)                              # a later cell's update moves the sliders too
+    assert d.control_values() == {"n": 2048, "d": 128} == d.control_state()

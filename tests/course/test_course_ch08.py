@@ -57,9 +57,11 @@ def test_animator_widgets():
     pytest.importorskip("ipywidgets")
     a = CausalTileAnimator()
     a.show()
-    w = a._widgets
-    before = w["image"].value
+    w = a.widgets
+    before = a.view.figure.png()
     w["step"].value = 5
-    assert a.step == 5 and w["image"].value != before
+    assert a.step == 5 and a.view.figure.png() != before
     w["block_c"].value = 16
-    assert a.block_c == 16 and w["step"].max == a.n_steps and a.step == 0
+    assert a.block_c == 16 and w["step"].max == w["play_step"].max == a.n_steps and a.step == 0
+    a.update(n=64, block_r=8, block_c=8, step="end")      # a later cell: the controls follow
+    assert a.control_values() == {"step": 36, "n": 64, "block_r": 8, "block_c": 8} == a.control_state()

@@ -145,7 +145,8 @@ def test_kv_bytes_checker():
 
 
 def test_dashboard_without_a_kernel_frontend():
-    from flashsim.course.ch12.dashboards import KernelBlockDashboard, learner_or_solution, template_source
+    from flashsim.course.ch12.dashboards import KernelBlockDashboard, learner_or_course_kernel, template_source
+    from flashsim.errors import FlashsimError
     dash = KernelBlockDashboard(flash_inner, n=64, d=16)
     before = dict(dash.current)
     dash.update(block_m=64, causal=True)
@@ -156,11 +157,16 @@ def test_dashboard_without_a_kernel_frontend():
         assert kv < before["simulated"]["loads"]["K"]
     assert "BLOCK_M=64" in dash.readout()
     assert dash.figure() is not None
-    with pytest.raises(ValueError):
+    with pytest.raises(FlashsimError, match="BLOCK_N"):
         dash.update(block_n=48)
     assert "_flash_template_kernel" in template_source()
-    assert learner_or_solution(inner_stub, False) is flash_inner
-    assert learner_or_solution(inner_stub, True) is inner_stub
+    assert learner_or_course_kernel(inner_stub, False) is None         # the course's kernel, not the answer key
+    assert learner_or_course_kernel(inner_stub, True) is inner_stub
+    course = KernelBlockDashboard(None, n=64, d=16)                     # the course's own flash_forward
+    course.update(block_m=64, causal=True)
+    assert course.current["simulated"] == dash.current["simulated"] and "course kernel" in course.readout()
+    if flashsim.kernels.INTERPRETER:
+        assert course.current["measured"] == dash.current["measured"]
 
 
 def test_speed_plot_without_gpu():

@@ -75,17 +75,19 @@ def test_widget_wiring_without_a_kernel():
     pytest.importorskip("ipywidgets")
     r = RingStepper(world=3, n=96, d=8)
     r.show()
-    before = r._widgets["image"].value
-    r._widgets["slider"].value = 2
-    assert r.step == 2 and r._widgets["image"].value != before
-    r._widgets["causal"].value = True
+    before = r.view.figure.png()
+    r.widgets["step"].value = 2
+    assert r.step == 2 and r.view.figure.png() != before
+    r.widgets["causal"].value = True
     assert r.causal and r.result.link_bytes[-1] == 0
+    r.update(0)                                          # a later cell's update moves the controls too
+    assert r.control_values() == {"step": 0, "causal": True} == r.control_state()
     o = OverlapDashboard()
     o.show()
-    o._widgets["link"].value = "pcie5"
+    o.widgets["link"].value = "pcie5"
     assert o.link == "pcie5"
     d = DecodingDashboard()
     d.show()
-    before = d._widgets["image"].value
-    d._widgets["slider"].value = 16
-    assert d.splits == 16 and d._widgets["image"].value != before
+    before = d.view.figure.png()
+    d.widgets["splits"].value = 16
+    assert d.splits == 16 and d.view.figure.png() != before

@@ -1,5 +1,5 @@
 """Chapter 07 dashboards: the backward pass — store P or recompute it (bytes and FLOPs), Algorithm 4 stepped, and
-a gradient check of the simulator and of the Triton kernels against float64 autograd.
+a gradient check of the simulator and of the Triton kernels against the float64 reference gradients.
 
 ``BackwardCostDashboard().update(n=8192)`` changes the problem; ``rows`` holds the two :class:`flashsim.model.simulator.Traffic`
 results. :func:`algorithm4_stepper` is chapter 05's :class:`~flashsim.widgets.FlashStepper` with ``backward=True``,
@@ -9,33 +9,41 @@ from __future__ import annotations
 
 import numpy as np
 
-from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.course.ch05.dashboards import FlashStepper
+from flashsim.course.ch07.figures import BackwardCostsPlot, backward_cost_rows
+from flashsim.course.kit.dashboard import Dashboard, slider
+from flashsim.model.attention.reference import reference_attention_grads
+from flashsim.model.simulator import simulate
 
 __all__ = ["BackwardCostDashboard", "algorithm4_stepper", "gradient_check"]
 
 
-class BackwardCostDashboard:
+class BackwardCostDashboard(Dashboard):
     """Standard attention's backward (reads the stored N×N P, writes and reads dP, dS) against FlashAttention's
     (recomputes S and P tile by tile from Q, K and the logsumexp), forward + backward, bytes and FLOPs.
 
-    ``rows`` = {"standard: store P": Traffic, "flash2: recompute P": Traffic} (count mode, backward=True).
+    ``rows`` = {"standard: store P": Traffic, "flash2: recompute P": Traffic} (count mode, backward=True);
+    ``update(n=..., d=...)`` recomputes them (the N and d sliders call it).
 
     Introduced in chapter 07.
     """
 
     NS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+    DS = (32, 64, 128, 256)
+    plot = BackwardCostsPlot
+    figure_class = "flashsim-backward-costs-plot"
 
     def __init__(self, n: int = 4096, d: int = 64, dtype: str = "fp16", device: str = "h200"):
-        self.n, self.d, self.dtype, self.device = n, d, dtype, device
+        self.n, self.d, self.dtype, self.device = int(n), int(d), dtype, device
         self.update()
 
-    def update(self, n: int | None = None, d: int | None = None) -> dict:
-        from flashsim.model.simulator import traffic
+    def controls(self):
+        return {"n": slider("N", [(f"{n:,}", n) for n in self.NS]), "d": slider("d", self.DS)}
+
+    def apply(self, n: int | None = None, d: int | None = None) -> dict:
         self.n = int(n or self.n)
         self.d = int(d or self.d)
-        kw = dict(dtype=self.dtype, device=self.device, backward=True)
-        self.rows = {"standard: store P": traffic("naive", self.n, self.d, **kw),
-                     "flash2: recompute P": traffic("flash2", self.n, self.d, **kw)}
+        self.rows = backward_cost_rows(self.n, self.d, self.dtype, self.device)
         return self.rows
 
     def summary(self) -> dict:
@@ -56,35 +64,13 @@ class BackwardCostDashboard:
                 f"{1 / s['backward FLOPs ratio']:.2f}× the FLOPs; roofline time fwd+bwd on {self.device}: "
                 f"{std.time_s * 1e6:,.1f} µs vs {fl.time_s * 1e6:,.1f} µs")
 
-    def figure(self):
-        from flashsim.course.ch07.figures import plot_backward_costs
-        return plot_backward_costs(self.rows, title=f"forward + backward, N={self.n}, d={self.d}, {self.dtype}")
-
-    @widget_or_figure
-    def show(self):
-        """Sliders for N and d; the readout and the picture update when they move."""
-        import ipywidgets as W
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        n = W.SelectionSlider(options=list(self.NS), value=self.n, description="N", continuous_update=False)
-        d = W.SelectionSlider(options=[32, 64, 128, 256], value=self.d, description="d", continuous_update=False)
-        text = W.HTML(self.readout())
-        img = png_image_widget(self.figure(), "flashsim-backward-costs-plot")
-
-        def redraw(_):
-            self.update(n=n.value, d=d.value)
-            text.value = self.readout()
-            set_png(img, self.figure())
-
-        n.observe(redraw, names="value")
-        d.observe(redraw, names="value")
-        self._widgets = {"n": n, "d": d, "readout": text, "image": img}
-        return W.VBox([W.HBox([n, d]), text, img])
+    def plot_args(self) -> dict:
+        return {"rows": self.rows, "title": f"forward + backward, N={self.n}, d={self.d}, {self.dtype}"}
 
 
 def algorithm4_stepper(n: int = 16, d: int = 8, block_r: int = 4, block_c: int = 4, algo: str = "flash1"):
     """Chapter 05's FlashStepper over forward + backward (Algorithm 4 for flash1, FA2's form for flash2), moved to
     the first backward event (``stepper.first_backward_step``)."""
-    from flashsim.course.ch05.dashboards import FlashStepper
     s = FlashStepper(n=n, d=d, block_r=block_r, block_c=block_c, algo=algo, backward=True)
     s.update(s.first_backward_step)
     return s
@@ -92,31 +78,24 @@ def algorithm4_stepper(n: int = 16, d: int = 8, block_r: int = 4, block_c: int =
 
 def gradient_check(n: int = 64, d: int = 32, causal: bool = False, seed: int = 0, kernel: bool = True) -> dict:
     """Gradients of sum(O ∘ dO) from the simulator (flash2 backward, fp32 storage) and from the Triton kernels'
-    autograd (``flashsim.kernels.attention``, fp32; the interpreter on a CPU) against torch autograd in float64.
+    autograd (``flashsim.kernels.attention``, fp32; the interpreter on a CPU) against the float64 reference
+    gradients (:func:`flashsim.model.attention.reference.reference_attention_grads`).
 
     Returns {"rows": [(source, grad, max abs error, relative error)], "errors": {source: {grad: rel error}}}.
 
     Introduced in chapter 07.
     """
-    import torch
-
-    from flashsim.model.simulator import simulate
-
     rng = np.random.default_rng(seed)
-    q, k, v, do = (rng.standard_normal((1, n, d), dtype=np.float32) for _ in range(4))
-    t64 = [torch.tensor(x[0], dtype=torch.float64, requires_grad=True) for x in (q, k, v)]
-    s = t64[0] @ t64[1].T / d ** 0.5
-    if causal:
-        s = s.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), float("-inf"))
-    o = torch.softmax(s, dim=-1) @ t64[2]
-    o.backward(torch.tensor(do[0], dtype=torch.float64))
-    ref = {name: t.grad.numpy() for name, t in zip(("dQ", "dK", "dV"), t64)}
+    q, k, v, do = (rng.standard_normal((1, n, d), dtype=np.float32) for _ in range(4))   # (1, N, d) each
+    ref = dict(zip(("dQ", "dK", "dV"), reference_attention_grads(q[0], k[0], v[0], do[0], causal=causal)))
 
     got = {}
     sim = simulate("flash2", n, d, dtype="fp32", causal=causal, backward=True, inputs=(q, k, v, do),
                    record_events=False)
     got["simulator (flash2, fp32)"] = dict(zip(("dQ", "dK", "dV"), (g[0] for g in sim.grads)))
     if kernel:
+        import torch                                           # lazy: torch and triton only where kernels run
+
         from flashsim.kernels import INTERPRETER, attention
         dev = "cpu" if INTERPRETER else "cuda"
         tq, tk, tv = (torch.tensor(x[None], device=dev, requires_grad=True) for x in (q, k, v))

@@ -1,10 +1,44 @@
 """Chapter 07 figures: bytes and FLOPs of storing P vs recomputing it, and the gradient check.
-Every function returns a matplotlib Figure (Agg-safe: no pyplot)."""
+Every function returns a matplotlib Figure (Agg-safe: no pyplot); :class:`BackwardCostsPlot` is the dashboard's
+figure, changed in place (:class:`flashsim.course.kit.plotting.LivePlot`)."""
 from __future__ import annotations
 
 import numpy as np
 
+from flashsim.course.kit.plotting import LivePlot
+from flashsim.model.simulator import traffic
+
 __all__ = ["plot_backward_costs", "plot_gradient_check", "figure_backward_recompute"]
+
+
+def backward_cost_rows(n: int, d: int, dtype: str = "fp16", device: str = "h200") -> dict:
+    """{"standard: store P": Traffic, "flash2: recompute P": Traffic}: forward + backward in count mode (chapter 07)."""
+    kw = dict(dtype=dtype, device=device, backward=True)
+    return {"standard: store P": traffic("naive", n, d, **kw), "flash2: recompute P": traffic("flash2", n, d, **kw)}
+
+
+class BackwardCostsPlot(LivePlot):
+    """Two panels, HBM bytes and FLOPs, forward and backward stacked, one bar per algorithm (chapter 07)."""
+
+    figsize = (9, 3.6)
+
+    def draw(self, fig, rows: dict, title: str = ""):
+        labels = list(rows)
+        panels = (("hbm_bytes", "HBM bytes (MB)", 1e6), ("flops", "FLOPs (GFLOP)", 1e9))
+        for k, (key, unit, scale) in enumerate(panels):
+            ax = fig.add_subplot(1, 2, k + 1)
+            fwd = [rows[lb].forward_part[key] / scale for lb in labels]
+            bwd = [rows[lb].backward_part[key] / scale for lb in labels]
+            x = np.arange(len(labels))
+            ax.bar(x, fwd, 0.6, label="forward", color="#1f77b4")
+            ax.bar(x, bwd, 0.6, bottom=fwd, label="backward", color="#ff7f0e")
+            for xi, f, b in zip(x, fwd, bwd):
+                ax.text(xi, f + b, f"{f + b:,.1f}", ha="center", va="bottom", fontsize=8)
+            ax.set_xticks(x, labels, fontsize=8)
+            ax.set_ylabel(unit)
+            ax.set_ylim(0, 1.3 * max(f + b for f, b in zip(fwd, bwd)))  # room for the legend above the value labels
+            ax.legend(fontsize=8, loc="upper center", ncol=2)
+        fig.suptitle(title, fontsize=9)
 
 
 def plot_backward_costs(rows: dict, title: str = ""):
@@ -13,25 +47,7 @@ def plot_backward_costs(rows: dict, title: str = ""):
 
     Introduced in chapter 07.
     """
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(9, 3.6))
-    labels = list(rows)
-    for k, (key, unit, scale) in enumerate((("hbm_bytes", "HBM bytes (MB)", 1e6), ("flops", "FLOPs (GFLOP)", 1e9))):
-        ax = fig.add_subplot(1, 2, k + 1)
-        fwd = [rows[lb].forward_part[key] / scale for lb in labels]
-        bwd = [rows[lb].backward_part[key] / scale for lb in labels]
-        x = np.arange(len(labels))
-        ax.bar(x, fwd, 0.6, label="forward", color="#1f77b4")
-        ax.bar(x, bwd, 0.6, bottom=fwd, label="backward", color="#ff7f0e")
-        for xi, f, b in zip(x, fwd, bwd):
-            ax.text(xi, f + b, f"{f + b:,.1f}", ha="center", va="bottom", fontsize=8)
-        ax.set_xticks(x, labels, fontsize=8)
-        ax.set_ylabel(unit)
-        ax.set_ylim(0, 1.3 * max(f + b for f, b in zip(fwd, bwd)))  # room for the legend above the value labels
-        ax.legend(fontsize=8, loc="upper center", ncol=2)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    return fig
+    return BackwardCostsPlot(rows=rows, title=title).fig
 
 
 def plot_gradient_check(errors: dict, title: str = "relative error vs float64 autograd"):
@@ -67,5 +83,4 @@ def figure_backward_recompute():
 
     Introduced in chapter 07.
     """
-    from flashsim.course.ch07.dashboards import BackwardCostDashboard
-    return BackwardCostDashboard(n=4096, d=64).figure()
+    return plot_backward_costs(backward_cost_rows(4096, 64), title="forward + backward, N=4096, d=64, fp16")

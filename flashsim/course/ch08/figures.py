@@ -1,12 +1,87 @@
 """Chapter 08 figures: the causal tile grid (skipped / partial / full), a partial tile's mask, and the ~2× saving.
-Every function returns a matplotlib Figure (Agg-safe: no pyplot)."""
+Every function returns a matplotlib Figure (Agg-safe: no pyplot); :class:`CausalTileGridPlot` is the animator's
+figure, recoloured in place as the Play button walks the tiles."""
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_causal_tile_grid", "plot_causal_saving", "plot_tile_masks", "figure_causal_tiles"]
+from flashsim.course.kit.plotting import LivePlot
+from flashsim.model.attention.visibility import causal_mask, n_blocks, tile_visible
+
+__all__ = ["plot_causal_tile_grid", "plot_causal_saving", "plot_tile_masks",
+           "figure_causal_tiles"]
 
 _KIND_COLORS = {"skip": "#f0f0f0", "partial": "#ff7f0e", "full": "#1f77b4"}
+
+
+def causal_kind_grid(n: int, block_r: int, block_c: int) -> np.ndarray:
+    """(Tr, Tc) array of "skip" / "partial" / "full" for the causal score matrix: the model's visibility rule
+    (:mod:`flashsim.model.attention.visibility`: tile (i, j) is skipped when j·Bc > min((i+1)·Br, N) − 1, full
+    when no element of it is masked). Introduced in chapter 08."""
+    tr, tc = n_blocks(n, block_r), n_blocks(n, block_c)
+
+    def kind(i, j):
+        if not tile_visible(i, j, block_r, block_c, n):
+            return "skip"
+        rows, cols = min(block_r, n - i * block_r), min(block_c, n - j * block_c)
+        return "full" if causal_mask(i * block_r, rows, j * block_c, cols) is None else "partial"
+
+    return np.array([[kind(i, j) for j in range(tc)] for i in range(tr)], dtype=object)
+
+
+class CausalTileGridPlot(LivePlot):
+    """Tile grid (rows: Q blocks i, columns: K/V blocks j) coloured by kind, with the element-level causal mask
+    behind it; ``upto`` tiles of the FA2 loop order are done (later ones faded, the current one outlined). A new
+    ``upto`` recolours the tiles in place; a new grid redraws (chapter 08)."""
+
+    figsize = (5.4, 3.9)
+
+    def draw(self, fig, kinds: np.ndarray, n: int, block_r: int, block_c: int, upto: int | None = None,
+             title: str = ""):
+        from matplotlib.patches import Patch, Rectangle
+
+        tr, tc = kinds.shape
+        ax = fig.add_subplot()
+        rows = np.arange(n)
+        ax.imshow(rows[None, :] <= rows[:, None], cmap="Greys", vmin=0, vmax=4, extent=(0, n, n, 0),
+                  interpolation="nearest")
+        self._patches = {}
+        for i in range(tr):
+            for j in range(tc):
+                y0, x0 = i * block_r, j * block_c
+                self._patches[(i, j)] = ax.add_patch(Rectangle((x0, y0), min(block_c, n - x0), min(block_r, n - y0)))
+        ax.set_xlim(0, n)
+        ax.set_ylim(n, 0)
+        ax.set_aspect("equal")
+        ax.set_xlabel("key column c  (K/V blocks of Bc)", fontsize=8)
+        ax.set_ylabel("query row r  (Q blocks of Br)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        counts = {k: int((kinds == k).sum()) for k in _KIND_COLORS}
+        ax.legend(handles=[Patch(color=_KIND_COLORS[k], label=f"{k}: {counts[k]}") for k in _KIND_COLORS],
+                  loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        self._title = ax.set_title("", fontsize=8)
+        self._colour(kinds, n, block_r, block_c, upto, title)
+
+    def _colour(self, kinds, n, block_r, block_c, upto, title) -> None:
+        from matplotlib.colors import to_rgba
+
+        tr, tc = kinds.shape
+        visited = [(i, j) for i in range(tr) for j in range(tc) if kinds[i, j] != "skip"]
+        done = set(visited if upto is None else visited[:upto])
+        current = visited[upto - 1] if upto else None
+        for (i, j), patch in self._patches.items():
+            kind = kinds[i, j]
+            patch.set_facecolor(to_rgba(_KIND_COLORS[kind], 0.75 if (kind == "skip" or (i, j) in done) else 0.2))
+            patch.set_edgecolor("#d62728" if (i, j) == current else "white")
+            patch.set_linewidth(3 if (i, j) == current else 0.8)
+            patch.set_zorder(3 if (i, j) == current else 2)
+        self._title.set_text(title or f"N={n}, Br={block_r}, Bc={block_c}")
+
+    def refresh(self, kinds, n, block_r, block_c, upto=None, title=""):
+        if (n, block_r, block_c) != (self.args["n"], self.args["block_r"], self.args["block_c"]):
+            return False
+        self._colour(kinds, n, block_r, block_c, upto, title)
+        return True
 
 
 def plot_causal_tile_grid(kinds: np.ndarray, n: int, block_r: int, block_c: int, *, upto: int | None = None,
@@ -17,38 +92,7 @@ def plot_causal_tile_grid(kinds: np.ndarray, n: int, block_r: int, block_c: int,
 
     Introduced in chapter 08.
     """
-    from matplotlib.colors import to_rgba
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch, Rectangle
-
-    tr, tc = kinds.shape
-    fig = Figure(figsize=(6.2, 5.4))
-    ax = fig.add_subplot()
-    rows = np.arange(n)
-    ax.imshow(rows[None, :] <= rows[:, None], cmap="Greys", vmin=0, vmax=4, extent=(0, n, n, 0),
-              interpolation="nearest")
-    visited = [(i, j) for i in range(tr) for j in range(tc) if kinds[i, j] != "skip"]
-    done = set(visited if upto is None else visited[:upto])
-    current = visited[upto - 1] if upto else None
-    for i in range(tr):
-        for j in range(tc):
-            kind = kinds[i, j]
-            alpha = 0.75 if (kind == "skip" or (i, j) in done) else 0.2
-            y0, x0 = i * block_r, j * block_c
-            h, w = min(block_r, n - y0), min(block_c, n - x0)
-            ax.add_patch(Rectangle((x0, y0), w, h, facecolor=to_rgba(_KIND_COLORS[kind], alpha),
-                                   edgecolor="#d62728" if (i, j) == current else "white",
-                                   linewidth=3 if (i, j) == current else 0.8))
-    ax.set_xlim(0, n)
-    ax.set_ylim(n, 0)
-    ax.set_xlabel("key column c  (K/V blocks of Bc)")
-    ax.set_ylabel("query row r  (Q blocks of Br)")
-    counts = {k: int((kinds == k).sum()) for k in _KIND_COLORS}
-    ax.legend(handles=[Patch(color=_KIND_COLORS[k], label=f"{k}: {counts[k]}") for k in _KIND_COLORS],
-              loc="upper right", fontsize=8)
-    ax.set_title(title or f"N={n}, Br={block_r}, Bc={block_c}", fontsize=9)
-    fig.tight_layout()
-    return fig
+    return CausalTileGridPlot(kinds=kinds, n=n, block_r=block_r, block_c=block_c, upto=upto, title=title).fig
 
 
 def plot_causal_saving(ns, noncausal: dict, causal: dict, title: str = ""):
@@ -106,6 +150,5 @@ def figure_causal_tiles():
 
     Introduced in chapter 08.
     """
-    from flashsim.course.ch08.dashboards import causal_kind_grid
     return plot_causal_tile_grid(causal_kind_grid(256, 32, 32), 256, 32, 32,
                                  title="Causal FlashAttention, N=256, Br=Bc=32: tiles above the diagonal are skipped")

@@ -15,59 +15,45 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.course.ch09.figures import SRAM_KIBS, RooflinePlot, theta_sweep
+from flashsim.course.kit.dashboard import Dashboard, choice, slider
+from flashsim.course.kit.real_gpu import compare
 from flashsim.course.kit.results import load_result, result_source
+from flashsim.errors import FlashsimError
+from flashsim.model.hardware import device_names
 from flashsim.model.kernel_io import kernel_dram, kernel_io
+from flashsim.model.roofline import roofline
+from flashsim.model.simulator import traffic
 
 __all__ = ["theta_sweep", "SpeedupDashboard", "measured_block_sweep", "l2_rows", "SRAM_KIBS", "SPEEDUP_NS"]
 
-#: SRAM sizes (KiB) of the Θ sweep and the dashboard's slider
-SRAM_KIBS = (16, 32, 64, 128, 228, 512, 1024)
 #: the dashboard runs the L2 model only below this many (head, row block, column block) tiles
 L2_MAX_TILES = 600_000
 #: sequence lengths of the dashboard's slider
 SPEEDUP_NS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 
 
-def theta_sweep(ns=(1024, 4096, 16384), d: int = 64, sram_kibs=SRAM_KIBS, algo: str = "flash1",
-                device: str = "h200", dtype: str = "fp16") -> dict:
-    """HBM bytes of `algo` forward for every (N, M), and the ratio bytes / (N²d²/M) (flat when Θ holds).
-
-    M is the SRAM size in bytes; the blocks follow the simulator's rule for that M (FA1: B_c = ⌈M/4d⌉,
-    B_r = min(B_c, d)). Returns {"ns", "sram_bytes", "bytes": {n: [...]}, "ratio": {n: [...]}, "blocks": {...}}.
-    """
-    from tqdm.auto import tqdm
-
-    from flashsim.model.simulator import traffic
-    out = {"ns": list(ns), "sram_bytes": [k * 1024 for k in sram_kibs], "bytes": {}, "ratio": {}, "blocks": {},
-           "d": d, "algo": algo, "device": device, "naive": {}}
-    for n in tqdm(ns, desc=f"{algo} over N and M", leave=False):
-        out["bytes"][n], out["ratio"][n], out["blocks"][n] = [], [], []
-        out["naive"][n] = traffic("naive", n, d, dtype=dtype, device=device).hbm_bytes
-        for m in out["sram_bytes"]:
-            t = traffic(algo, n, d, dtype=dtype, device=device, sram_bytes=m)
-            out["bytes"][n].append(t.hbm_bytes)
-            out["ratio"][n].append(t.hbm_bytes / (n**2 * d**2 / m))
-            out["blocks"][n].append((t.block_r, t.block_c))
-    return out
-
-
-class SpeedupDashboard:
+class SpeedupDashboard(Dashboard):
     """N, d, SRAM and device sliders: naive vs flash2 bytes, FLOPs and roofline times (chapter 09).
 
     ``current`` = {"naive", "flash" (Traffic with l2=True: requested and DRAM bytes), "speedup_requested",
     "speedup_dram", "theta" (N²d²/M)}. ``update(n=..., d=..., sram_kib=..., device=...)`` recomputes it.
     """
 
+    DS = (32, 64, 128, 256)
+    plot = RooflinePlot
+    layout = (("n", "d"), ("sram_kib", "device"))
+
     def __init__(self, n: int = 4096, d: int = 64, sram_kib: int = 228, device: str = "h200", heads: int = 16):
         self.n, self.d, self.sram_kib, self.device, self.heads = n, d, sram_kib, device, heads
         self.current: dict = {}
         self.update()
 
-    def update(self, n=None, d=None, sram_kib=None, device=None) -> dict:
-        from flashsim.model.simulator import traffic
-        from flashsim.errors import FlashsimError
-        from flashsim.model.roofline import roofline
+    def controls(self):
+        return {"n": slider("N", [(f"{n:,}", n) for n in SPEEDUP_NS]), "d": slider("d", self.DS),
+                "sram_kib": slider("SRAM (KiB)", SRAM_KIBS), "device": choice("device", device_names())}
+
+    def apply(self, n=None, d=None, sram_kib=None, device=None) -> dict:
         for name, value in (("n", n), ("d", d), ("sram_kib", sram_kib), ("device", device)):
             if value is not None:
                 setattr(self, name, value)
@@ -105,36 +91,12 @@ class SpeedupDashboard:
                 f"({dram}), {c['roofline_flash'].time_s * 1e3:.3g} ms ({c['roofline_flash'].bound}-bound). "
                 f"Speedup {c['speedup_requested']:.1f}× ({with_l2})")
 
-    def figure(self):
-        from flashsim.course.ch09.figures import plot_roofline_points
+    def plot_args(self) -> dict:
         c = self.current
         if "error" in c:
-            return plot_roofline_points({"naive": c["naive"]}, self.device, title=self.readout())
-        return plot_roofline_points({"naive": c["naive"], "flash2 (requested)": c["flash"]}, self.device,
-                                    dram=c["flash"], title=self.readout())
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-
-        from flashsim.model.hardware import PRESETS
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        n = W.SelectionSlider(options=list(SPEEDUP_NS), value=self.n, description="N", continuous_update=False)
-        d = W.SelectionSlider(options=[32, 64, 128, 256], value=self.d, description="d", continuous_update=False)
-        sram = W.SelectionSlider(options=list(SRAM_KIBS), value=self.sram_kib, description="SRAM KiB",
-                                 continuous_update=False)
-        device = W.Dropdown(options=sorted(PRESETS), value=self.device, description="device")
-        readout = W.HTML(self.readout())
-        img = png_image_widget(self.figure())
-
-        def redraw(_=None):
-            self.update(n=n.value, d=d.value, sram_kib=sram.value, device=device.value)
-            readout.value = self.readout()
-            set_png(img, self.figure())
-
-        for w in (n, d, sram, device):
-            w.observe(redraw, names="value")
-        return W.VBox([W.HBox([n, d]), W.HBox([sram, device]), readout, img])
+            return {"points": {"naive": c["naive"]}, "device": self.device, "title": self.readout()}
+        return {"points": {"naive": c["naive"], "flash2 (requested)": c["flash"]}, "device": self.device,
+                "dram": c["flash"], "title": self.readout()}
 
 
 def measured_block_sweep(block_ms=(16, 32, 64, 128), n: int | None = None, d: int | None = None) -> dict:
@@ -144,8 +106,6 @@ def measured_block_sweep(block_ms=(16, 32, 64, 128), n: int | None = None, d: in
     kernel's version of the 1/M in Θ(N²d²/M).
     """
     from tqdm.auto import tqdm
-
-    from flashsim.course.kit.real_gpu import compare
     out = {}
     for i, bm in enumerate(tqdm(block_ms, desc="BLOCK_M sweep", leave=False)):
         out[bm] = compare("flash_fwd", n=n, d=d, block_m=bm, block_n=32, quiet=i > 0)

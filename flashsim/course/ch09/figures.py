@@ -5,12 +5,42 @@
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
-from flashsim.course.kit.plotting import new_figure
+from flashsim.course.kit.plotting import LivePlot, new_figure
+from flashsim.model.hardware import get_device
+from flashsim.model.paper import fig2_left
+from flashsim.model.roofline import peak_flops
+from flashsim.model.simulator import traffic
+
+#: SRAM sizes (KiB) of the Θ sweep and the dashboard's slider
+SRAM_KIBS = (16, 32, 64, 128, 228, 512, 1024)
 
 __all__ = ["plot_comparisons_side_by_side", "plot_theta_sweep", "plot_roofline_points", "plot_fig2_left",
            "plot_l2_rows", "plot_block_sweep", "figure_fa1_fig2_left", "figure_theta_sweep"]
+
+
+def theta_sweep(ns=(1024, 4096, 16384), d: int = 64, sram_kibs=SRAM_KIBS, algo: str = "flash1",
+                device: str = "h200", dtype: str = "fp16") -> dict:
+    """HBM bytes of `algo` forward for every (N, M), and the ratio bytes / (N²d²/M) (flat when Θ holds).
+
+    M is the SRAM size in bytes; the blocks follow the simulator's rule for that M (FA1: B_c = ⌈M/4d⌉,
+    B_r = min(B_c, d)). Returns {"ns", "sram_bytes", "bytes": {n: [...]}, "ratio": {n: [...]}, "blocks": {...}}.
+    """
+    from tqdm.auto import tqdm
+    out = {"ns": list(ns), "sram_bytes": [k * 1024 for k in sram_kibs], "bytes": {}, "ratio": {}, "blocks": {},
+           "d": d, "algo": algo, "device": device, "naive": {}}
+    for n in tqdm(ns, desc=f"{algo} over N and M", leave=False):
+        out["bytes"][n], out["ratio"][n], out["blocks"][n] = [], [], []
+        out["naive"][n] = traffic("naive", n, d, dtype=dtype, device=device).hbm_bytes
+        for m in out["sram_bytes"]:
+            t = traffic(algo, n, d, dtype=dtype, device=device, sram_bytes=m)
+            out["bytes"][n].append(t.hbm_bytes)
+            out["ratio"][n].append(t.hbm_bytes / (n**2 * d**2 / m))
+            out["blocks"][n].append((t.block_r, t.block_c))
+    return out
 
 
 def plot_comparisons_side_by_side(comparisons: dict):
@@ -62,34 +92,38 @@ def plot_theta_sweep(sweep: dict):
     return fig
 
 
+class RooflinePlot(LivePlot):
+    """The device's roofline (attainable FLOP/s against arithmetic intensity) with one dot per {label: Traffic};
+    `dram` (a Traffic with DRAM bytes) adds the same kernel at its DRAM intensity (chapter 09)."""
+
+    figsize = (6.8, 3.8)
+
+    def draw(self, fig, points: dict, device: str = "h200", dram=None, title: str = ""):
+        hw = get_device(device)
+        peak = peak_flops(hw, "fp16")
+        bw = hw.hbm_bandwidth_bytes_per_s
+        ax = fig.add_subplot()
+        xs = np.logspace(-1, 4, 200)
+        ax.loglog(xs, np.minimum(peak, xs * bw), "k-", lw=1.5, label=f"{hw.name} roofline")
+        ax.axvline(peak / bw, color="0.6", ls=":", lw=1)
+        colors = ["#7f7f7f", "#1f77b4", "#2ca02c", "#d62728"]
+        for (label, t), color in zip(points.items(), colors):
+            x = t.flops / t.hbm_bytes
+            ax.loglog([x], [min(peak, x * bw)], "o", ms=9, color=color, label=f"{label}: {x:.0f} FLOP/B")
+        if dram is not None and dram.dram_bytes:
+            x = dram.flops / dram.dram_bytes
+            ax.loglog([x], [min(peak, x * bw)], "s", ms=9, color="#2ca02c",
+                      label=f"flash2 (DRAM, after L2): {x:.0f} FLOP/B")
+        ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+        ax.set_ylabel("attainable FLOP/s")
+        ax.set_title("\n".join(textwrap.wrap(title, 110)), fontsize=7)
+        ax.legend(fontsize=7, loc="lower right")
+
+
 def plot_roofline_points(points: dict, device: str = "h200", dram=None, title: str = ""):
     """The device's roofline (attainable FLOP/s against arithmetic intensity) with one dot per {label: Traffic};
     `dram` (a Traffic with DRAM bytes) adds the same kernel at its DRAM intensity."""
-    import textwrap
-
-    from flashsim.model.hardware import get_device
-    from flashsim.model.roofline import peak_flops
-    hw = get_device(device)
-    peak = peak_flops(hw, "fp16")
-    bw = hw.hbm_bandwidth_bytes_per_s
-    fig = new_figure((6.8, 3.8))
-    ax = fig.add_subplot()
-    xs = np.logspace(-1, 4, 200)
-    ax.loglog(xs, np.minimum(peak, xs * bw), "k-", lw=1.5, label=f"{hw.name} roofline")
-    ax.axvline(peak / bw, color="0.6", ls=":", lw=1)
-    colors = ["#7f7f7f", "#1f77b4", "#2ca02c", "#d62728"]
-    for (label, t), color in zip(points.items(), colors):
-        x = t.flops / t.hbm_bytes
-        ax.loglog([x], [min(peak, x * bw)], "o", ms=9, color=color, label=f"{label}: {x:.0f} FLOP/B")
-    if dram is not None and dram.dram_bytes:
-        x = dram.flops / dram.dram_bytes
-        ax.loglog([x], [min(peak, x * bw)], "s", ms=9, color="#2ca02c", label=f"flash2 (DRAM, after L2): {x:.0f} FLOP/B")
-    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
-    ax.set_ylabel("attainable FLOP/s")
-    ax.set_title("\n".join(textwrap.wrap(title, 110)), fontsize=7)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    return fig
+    return RooflinePlot(points=points, device=device, dram=dram, title=title).fig
 
 
 def plot_fig2_left(left: dict):
@@ -167,11 +201,9 @@ def plot_block_sweep(sweep: dict):
 
 def figure_fa1_fig2_left():
     """figures/fa1_fig2_left.png"""
-    from flashsim.model.paper import fig2_left
     return plot_fig2_left(fig2_left(l2=True))
 
 
 def figure_theta_sweep():
     """figures/theta_sweep.png"""
-    from flashsim.course.ch09.dashboards import theta_sweep
     return plot_theta_sweep(theta_sweep())

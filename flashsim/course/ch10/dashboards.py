@@ -3,8 +3,8 @@
 * :func:`cpu_hierarchy`: this machine's caches (sysfs), next to a GPU preset's levels;
 * :func:`cpu_time_memory`: :func:`flashsim.cpu.flash_attention_cpu` (numba, blocked, float32) against
   :func:`flashsim.cpu.naive_attention_numpy`, time and peak memory *measured here* over N;
-* :class:`CacheBlockDashboard`: block sizes against cache sizes: the working set of one step
-  (:func:`flashsim.solutions.ch10.step_working_set_bytes`) and the measured time, with ``update(block_r=...,
+* :class:`CacheBlockDashboard`: block sizes against cache sizes: the working set of one step of the course's CPU
+  kernel and the measured time, with ``update(block_r=...,
   block_c=...)`` and ``current`` testable without Jupyter.
 """
 from __future__ import annotations
@@ -13,7 +13,12 @@ import time
 
 import numpy as np
 
-from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.course import pick
+from flashsim.course.ch10.figures import BlockCachePlot
+from flashsim.course.kit.dashboard import Dashboard, slider
+from flashsim.errors import FlashsimError
+from flashsim.model.attention.reference import reference_attention
+from flashsim.model.hardware import _read_cache_bytes, get_device
 
 __all__ = ["cpu_hierarchy", "cpu_time_memory", "CacheBlockDashboard", "time_call", "CPU_BLOCK_CS"]
 
@@ -24,7 +29,6 @@ CPU_BLOCK_CS = tuple(range(64, 1024 + 1, 64)) + (1536, 2048, 3072, 4096)
 
 def cpu_hierarchy() -> dict:
     """{"L1d", "L2", "L3"} bytes of this CPU (sysfs; None where unknown), cores, and the CPU preset."""
-    from flashsim.model.hardware import _read_cache_bytes, get_device
     hw = get_device("cpu")
     return {"L1d": _read_cache_bytes(1), "L2": _read_cache_bytes(2), "L3": _read_cache_bytes(3),
             "cores": hw.num_sms, "preset": hw}
@@ -59,8 +63,7 @@ def cpu_time_memory(ns=(512, 1024, 2048), d: int = 64, repeat: int = 5) -> dict:
     from tqdm.auto import tqdm
 
     from flashsim.cpu import flash_attention_cpu, flash_extra_bytes, naive_attention_numpy, naive_extra_bytes
-    from flashsim.course.ch05.checks import reference_attention
-    from flashsim.measure.peak_memory import peak_memory_cpu
+    from flashsim.measure.peak_memory import peak_memory_cpu    # lazy: flashsim.cpu is numba, measure is torch
     out = {k: [] for k in ("n", "flash_s", "naive_s", "flash_peak", "naive_peak", "flash_predicted",
                            "naive_predicted", "flash_err", "naive_err")}
     out["d"] = d
@@ -80,7 +83,15 @@ def cpu_time_memory(ns=(512, 1024, 2048), d: int = 64, repeat: int = 5) -> dict:
     return out
 
 
-class CacheBlockDashboard:
+def _step_working_set_bytes(block_r: int, block_c: int, d: int) -> int:
+    """float32 bytes one inner-loop step of :func:`flashsim.cpu.flash_attention_cpu` touches: the Q block and its
+    accumulator, one K and one V block, the S tile; d padded to a multiple of 16 as the kernel stores it (the rule
+    of :func:`flashsim.cpu.default_blocks`). Kept here until :mod:`flashsim.cpu` exposes it."""
+    dp = -(-d // 16) * 16
+    return 4 * (2 * block_r * dp + 2 * block_c * dp + block_r * block_c)
+
+
+class CacheBlockDashboard(Dashboard):
     """block_r / block_c sliders for the CPU kernel: the step's working set against L1/L2/L3, and its time.
 
     ``current`` = {"block_r", "block_c", "working_set", "level" (the smallest cache it fits in), "time_s"}.
@@ -88,17 +99,25 @@ class CacheBlockDashboard:
     shows the same numbers.
     """
 
+    BLOCK_RS = (16, 32, 64, 128, 256)
+    plot = BlockCachePlot
+
     def __init__(self, n: int | None = None, d: int = 64, block_r: int = 64, block_c: int | None = None):
-        from flashsim.course import pick
-        from flashsim.cpu import default_blocks
+        from flashsim.cpu import default_blocks                   # lazy: flashsim.cpu imports numba
         self.n = int(n or pick(small=1024, full=4096))
         self.d = d
         self.caches = cpu_hierarchy()
         self.default = default_blocks(d)
         self.q, self.k, self.v = _inputs(self.n, d, seed=1)
         self._times: dict = {}
+        self._sweeps: dict = {}
+        self.block_r, self.block_c = int(block_r), int(block_c or self.default[1])
         self.current: dict = {}
-        self.update(block_r=block_r, block_c=block_c or self.default[1])
+        self.update()
+
+    def controls(self):
+        return {"block_r": slider("block_r", sorted({*self.BLOCK_RS, self.block_r})),
+                "block_c": slider("block_c", sorted({*CPU_BLOCK_CS, self.block_c}))}
 
     def level(self, nbytes: int) -> str:
         for name in ("L1d", "L2", "L3"):
@@ -112,7 +131,7 @@ class CacheBlockDashboard:
         core with other work (Binder, a busy laptop) makes two-thread timings jump between levels."""
         key = (int(block_r), int(block_c))
         if key not in self._times:
-            import numba
+            import numba                                           # lazy: numba only where the kernel runs
 
             from flashsim.cpu import flash_attention_cpu
             threads = numba.get_num_threads()
@@ -124,27 +143,29 @@ class CacheBlockDashboard:
                 numba.set_num_threads(threads)
         return self._times[key]
 
-    def update(self, block_r: int | None = None, block_c: int | None = None) -> dict:
-        from flashsim.solutions.ch10 import step_working_set_bytes
-        br = int(block_r if block_r is not None else self.current["block_r"])
-        bc = int(block_c if block_c is not None else self.current["block_c"])
+    def apply(self, block_r: int | None = None, block_c: int | None = None) -> dict:
+        br = int(block_r if block_r is not None else self.block_r)
+        bc = int(block_c if block_c is not None else self.block_c)
         if br <= 0 or bc <= 0:
-            from flashsim.errors import FlashsimError
             raise FlashsimError(f"block_r={br}, block_c={bc} must be positive: e.g. block_r=64, block_c=256")
-        ws = step_working_set_bytes(br, bc, self.d)
+        self.block_r, self.block_c = br, bc
+        ws = _step_working_set_bytes(br, bc, self.d)
         self.current = {"block_r": br, "block_c": bc, "working_set": ws, "level": self.level(ws),
                         "time_s": self.time_for(br, bc)}
         return self.current
 
     def sweep(self, block_cs=CPU_BLOCK_CS, block_r: int | None = None) -> dict:
-        """Times and working sets over block_c (block_r fixed): {"block_c", "working_set", "time_s"}."""
+        """Times and working sets over block_c (block_r fixed): {"block_c", "working_set", "time_s"}; kept per
+        (block_r, block_cs), so the dashboard's figure only re-measures for a new block_r."""
         from tqdm.auto import tqdm
-
-        from flashsim.solutions.ch10 import step_working_set_bytes
-        br = int(block_r or self.current["block_r"])
-        return {"block_r": br, "block_c": list(block_cs),
-                "working_set": [step_working_set_bytes(br, bc, self.d) for bc in block_cs],
+        br = int(block_r or self.block_r)
+        key = (br, tuple(block_cs))
+        if key not in self._sweeps:
+            self._sweeps[key] = {
+                "block_r": br, "block_c": list(block_cs),
+                "working_set": [_step_working_set_bytes(br, bc, self.d) for bc in block_cs],
                 "time_s": [self.time_for(br, bc) for bc in tqdm(block_cs, desc="block_c sweep", leave=False)]}
+        return self._sweeps[key]
 
     def readout(self) -> str:
         c = self.current
@@ -152,27 +173,9 @@ class CacheBlockDashboard:
                 f"{c['working_set'] / 1024:.0f} KiB (fits in {c['level']}), {c['time_s'] * 1e3:.1f} ms "
                 f"(default blocks {self.default[0]} x {self.default[1]})")
 
+    def plot_args(self, sweep: dict | None = None) -> dict:
+        return {"sweep": sweep or self.sweep(), "caches": self.caches, "current": self.current,
+                "title": self.readout()}
+
     def figure(self, sweep: dict | None = None):
-        from flashsim.course.ch10.figures import plot_block_vs_cache
-        return plot_block_vs_cache(sweep or self.sweep(), self.caches, current=self.current, title=self.readout())
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        br = W.SelectionSlider(options=[16, 32, 64, 128, 256], value=self.current["block_r"], description="block_r",
-                               continuous_update=False)
-        bc = W.SelectionSlider(options=list(CPU_BLOCK_CS), value=self.current["block_c"], description="block_c",
-                               continuous_update=False)
-        readout = W.HTML(self.readout())
-        img = png_image_widget(self.figure())
-
-        def redraw(_=None):
-            self.update(block_r=br.value, block_c=bc.value)
-            readout.value = self.readout()
-            set_png(img, self.figure())
-
-        br.observe(redraw, names="value")
-        bc.observe(redraw, names="value")
-        return W.VBox([W.HBox([br, bc]), readout, img])
+        return self.plot(**self.plot_args(sweep)).fig

@@ -1,16 +1,18 @@
 """Chapter 10 figures: the CPU view. Every function returns a matplotlib Figure (Agg-safe: no pyplot)."""
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
-from flashsim.course.kit.plotting import new_figure
+from flashsim.course.kit.plotting import LivePlot, new_figure
+from flashsim.model.hardware import get_device
 
 __all__ = ["plot_hierarchy_cpu_gpu", "plot_cpu_time_memory", "plot_block_vs_cache"]
 
 
 def plot_hierarchy_cpu_gpu(caches: dict, gpu: str = "h200"):
     """Sizes of the fast tiers, log scale: the CPU's L1d / L2 / L3 next to a GPU's SRAM per SM and L2."""
-    from flashsim.model.hardware import get_device
     hw = get_device(gpu)
     fig = new_figure((7.0, 3.0))
     ax = fig.add_subplot()
@@ -56,28 +58,45 @@ def plot_cpu_time_memory(m: dict):
     return fig
 
 
+class BlockCachePlot(LivePlot):
+    """Measured time against block_c, and the step's working set against the cache sizes (twin axis); the current
+    block pair is marked. A new block_c moves the marker; a new block_r (another sweep) redraws (chapter 10)."""
+
+    figsize = (7.2, 3.6)
+
+    def draw(self, fig, sweep: dict, caches: dict, current: dict | None = None, title: str = ""):
+        ax = fig.add_subplot()
+        bc = np.asarray(sweep["block_c"])
+        ax.plot(bc, np.asarray(sweep["time_s"]) * 1e3, "o-", color="#1f77b4", label="time (ms, best of 5)")
+        (self._marker,) = ax.plot([], [], "o", color="#d62728", ms=10)
+        ax.set_xlabel(f"block_c (block_r = {sweep['block_r']})")
+        ax.set_ylabel("best time (ms)", color="#1f77b4")
+        ax2 = ax.twinx()
+        ax2.plot(bc, np.asarray(sweep["working_set"]) / 1024, "s--", color="#ff7f0e", ms=3, label="working set")
+        for name, color in (("L1d", "#2ca02c"), ("L2", "#9467bd")):
+            if caches.get(name):
+                ax2.axhline(caches[name] / 1024, color=color, ls=":", lw=1.2)
+                ax2.text(bc[0], caches[name] / 1024, f" {name}", color=color, va="bottom", fontsize=8)
+        if caches.get("L2"):
+            ax2.axhline(caches["L2"] / 2048, color="#9467bd", ls="-.", lw=0.8)
+            ax2.text(bc[-1], caches["L2"] / 2048, "½ L2 ", color="#9467bd", va="bottom", ha="right", fontsize=8)
+        ax2.set_yscale("log")
+        ax2.set_ylabel("one step's working set (KiB)", color="#ff7f0e")
+        self._title = ax.set_title("", fontsize=8)
+        self._mark(sweep, current, title)
+
+    def _mark(self, sweep, current, title) -> None:
+        on = current is not None and current["block_r"] == sweep["block_r"]
+        self._marker.set_data([current["block_c"]] if on else [], [current["time_s"] * 1e3] if on else [])
+        self._title.set_text("\n".join(textwrap.wrap(title, 100)))
+
+    def refresh(self, sweep, caches, current=None, title=""):
+        if sweep is not self.args["sweep"] or caches is not self.args["caches"]:
+            return False
+        self._mark(sweep, current, title)
+        return True
+
+
 def plot_block_vs_cache(sweep: dict, caches: dict, current: dict | None = None, title: str = ""):
     """Measured time against block_c, and the step's working set against the cache sizes (twin axis)."""
-    import textwrap
-    fig = new_figure((7.2, 3.6))
-    ax = fig.add_subplot()
-    bc = np.asarray(sweep["block_c"])
-    ax.plot(bc, np.asarray(sweep["time_s"]) * 1e3, "o-", color="#1f77b4", label="time (ms, best of 5)")
-    if current is not None and current["block_r"] == sweep["block_r"]:
-        ax.plot([current["block_c"]], [current["time_s"] * 1e3], "o", color="#d62728", ms=10)
-    ax.set_xlabel(f"block_c (block_r = {sweep['block_r']})")
-    ax.set_ylabel("best time (ms)", color="#1f77b4")
-    ax2 = ax.twinx()
-    ax2.plot(bc, np.asarray(sweep["working_set"]) / 1024, "s--", color="#ff7f0e", ms=3, label="working set")
-    for name, color in (("L1d", "#2ca02c"), ("L2", "#9467bd")):
-        if caches.get(name):
-            ax2.axhline(caches[name] / 1024, color=color, ls=":", lw=1.2)
-            ax2.text(bc[0], caches[name] / 1024, f" {name}", color=color, va="bottom", fontsize=8)
-    if caches.get("L2"):
-        ax2.axhline(caches["L2"] / 2048, color="#9467bd", ls="-.", lw=0.8)
-        ax2.text(bc[-1], caches["L2"] / 2048, "½ L2 ", color="#9467bd", va="bottom", ha="right", fontsize=8)
-    ax2.set_yscale("log")
-    ax2.set_ylabel("one step's working set (KiB)", color="#ff7f0e")
-    ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=8)
-    fig.tight_layout()
-    return fig
+    return BlockCachePlot(sweep=sweep, caches=caches, current=current, title=title).fig

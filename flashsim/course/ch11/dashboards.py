@@ -16,59 +16,38 @@ import math
 
 import numpy as np
 
-from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.course.ch11.figures import (SHORT_NS, MismatchRowsPlot, RescaleDriftPlot, SpeedupVsNPlot,
+                                          short_sequence_times, speedup_sweep)
+from flashsim.course.kit.dashboard import Dashboard, choice, float_range, slider, toggle
+from flashsim.errors import FlashsimError
+from flashsim.model.attention.online_softmax import online_attention_row
+from flashsim.model.attention.reference import plain_attention, reference_attention
+from flashsim.model.dtypes import round_to
+from flashsim.model.hardware import device_names
+from flashsim.model.simulator import simulate, traffic
 
 __all__ = ["short_sequence_times", "speedup_sweep", "ShortSequenceDashboard", "mismatch_errors", "MismatchExplorer",
            "rescale_drift", "RescaleDriftDashboard", "flops_sweep", "SHORT_NS"]
 
-#: sequence lengths of the short-sequence sweep
-SHORT_NS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-
-
-# --- 1. short sequences -----------------------------------------------------------------------------------------
-def short_sequence_times(n: int, d: int = 64, heads: int = 16, device: str = "h200") -> dict:
-    """Predicted forward times of one transformer layer's attention core, naive vs flash2, and of the layer (ch. 11).
-
-    * **attention core**: ``flashsim.traffic(..., l2=True).time_s``, the roofline time on the DRAM bytes that get
-      past L2 (chapter 09), for naive (Algorithm 0) and flash2, `heads` heads of size `d`, batch 1;
-    * **the rest of the layer**: the Q, K, V and output projections and the MLP (4× expansion) on
-      d_model = heads·d: 24·N·d_model² matmul FLOPs, reading 12·d_model² fp16 weights and ~10·N·d_model
-      activations, through the same roofline (:func:`flashsim.model.roofline.roofline`).
-
-    Two effects shrink the win at short N: the core's byte ratio naive/flash is about 1 + N/d when one K/V pass
-    suffices, and the core is a small part of the layer (Amdahl). Returns both Traffic, the times in seconds, the
-    core speedup and the layer speedup.
-    """
-    from flashsim.model.simulator import traffic
-    from flashsim.model.roofline import roofline
-    naive = traffic("naive", n, d, heads=heads, device=device, l2=True)
-    flash = traffic("flash2", n, d, heads=heads, device=device, l2=True)
-    d_model = heads * d
-    other = roofline(24 * n * d_model**2, 2 * (12 * d_model**2 + 10 * n * d_model), device)
-    t_naive, t_flash, t_other = naive.time_s, flash.time_s, other.time_s
-    return {"n": n, "d": d, "heads": heads, "device": device, "naive": naive, "flash": flash,
-            "naive_s": t_naive, "flash_s": t_flash, "other_s": t_other,
-            "core_speedup": t_naive / t_flash, "layer_speedup": (t_other + t_naive) / (t_other + t_flash),
-            "attention_share_naive": t_naive / (t_other + t_naive)}
-
-
-def speedup_sweep(ns=SHORT_NS, d: int = 64, heads: int = 16, device: str = "h200") -> dict:
-    """:func:`short_sequence_times` over `ns`: {"n": [...], "core_speedup": [...], "layer_speedup": [...], ...}."""
-    from tqdm.auto import tqdm
-    rows = [short_sequence_times(n, d, heads, device) for n in tqdm(ns, desc="N sweep", leave=False)]
-    return {"n": list(ns), **{k: [r[k] for r in rows] for k in ("core_speedup", "layer_speedup", "naive_s",
-                                                                 "flash_s", "other_s", "attention_share_naive")}}
-
-
-class ShortSequenceDashboard:
+# --- 1. short sequences: short_sequence_times and speedup_sweep (flashsim.course.ch11.figures) -----------------
+class ShortSequenceDashboard(Dashboard):
     """Sliders for N, d, heads and the device; the predicted speedup of flash2 over naive (chapter 11)."""
+
+    DS = (32, 64, 128, 256)
+    HEADS = (1, 2, 4, 8, 16, 32, 64)
+    plot = SpeedupVsNPlot
+    layout = (("n", "d"), ("heads", "device"))
 
     def __init__(self, n: int = 512, d: int = 64, heads: int = 16, device: str = "h200"):
         self.n, self.d, self.heads, self.device = n, d, heads, device
         self._sweeps: dict = {}
-        self.current = short_sequence_times(n, d, heads, device)
+        self.update()
 
-    def update(self, n=None, d=None, heads=None, device=None) -> dict:
+    def controls(self):
+        return {"n": slider("N", [(f"{n:,}", n) for n in SHORT_NS]), "d": slider("d", self.DS),
+                "heads": slider("heads", self.HEADS), "device": choice("device", device_names())}
+
+    def apply(self, n=None, d=None, heads=None, device=None) -> dict:
         for name, value in (("n", n), ("d", d), ("heads", heads), ("device", device)):
             if value is not None:
                 setattr(self, name, value)
@@ -87,30 +66,8 @@ class ShortSequenceDashboard:
             self._sweeps[key] = speedup_sweep(SHORT_NS, self.d, self.heads, self.device)
         return self._sweeps[key]
 
-    def figure(self):
-        from flashsim.course.ch11.figures import plot_speedup_vs_n
-        return plot_speedup_vs_n(self.sweep(), current=self.current, title=self.readout())
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-
-        from flashsim.model.hardware import PRESETS
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        n = W.SelectionSlider(options=list(SHORT_NS), value=self.n, description="N", continuous_update=False)
-        d = W.SelectionSlider(options=[32, 64, 128, 256], value=self.d, description="d", continuous_update=False)
-        heads = W.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64], value=self.heads, description="heads",
-                                  continuous_update=False)
-        device = W.Dropdown(options=sorted(PRESETS), value=self.device, description="device")
-        img = png_image_widget(self.figure())
-
-        def redraw(_=None):
-            self.update(n=n.value, d=d.value, heads=heads.value, device=device.value)
-            set_png(img, self.figure())
-
-        for w in (n, d, heads, device):
-            w.observe(redraw, names="value")
-        return W.VBox([W.HBox([n, d]), W.HBox([heads, device]), img])
+    def plot_args(self) -> dict:
+        return {"sweep": self.sweep(), "current": self.current, "title": self.readout()}
 
 
 # --- 2. mask and dtype mismatches ---------------------------------------------------------------------------------
@@ -125,17 +82,16 @@ def mismatch_errors(n: int = 128, d: int = 32, flash_dtype: str = "fp16", flash_
     Returns {"row_error": (N,) max |diff| per row, "max", "median", "diagnosis", "plain_max"} where plain_max is
     the error of a plain implementation in flash_dtype with the right mask (the yardstick for "just rounding").
     """
-    from flashsim.model.simulator import reference_outputs, simulate
-    from flashsim.model.dtypes import round_to
     rng = np.random.default_rng(seed)
     q, k, v = (rng.standard_normal((1, n, d)).astype(np.float32) for _ in range(3))
     sim = simulate("flash2", n, d, dtype=flash_dtype, causal=flash_causal, inputs=(q, k, v), record_events=False)
     flash = np.asarray(sim.out[0], np.float64)
     stored = [round_to(x[0], flash_dtype) for x in (q, k, v)]
     ref_in = stored if ref_on_rounded_inputs else [x[0] for x in (q, k, v)]
-    ref, _ = reference_outputs(*ref_in, causal=ref_causal, dtype=ref_dtype)
-    exact, _ = reference_outputs(*stored, causal=flash_causal)
-    plain, _ = reference_outputs(*stored, causal=flash_causal, dtype=flash_dtype)
+    ref = (reference_attention(*ref_in, causal=ref_causal) if ref_dtype is None
+           else plain_attention(*ref_in, causal=ref_causal, dtype=ref_dtype)[0])
+    exact = reference_attention(*stored, causal=flash_causal)
+    plain = plain_attention(*stored, causal=flash_causal, dtype=flash_dtype)[0]
     row = np.abs(flash - np.asarray(ref, np.float64)).max(axis=1)
     plain_max = float(np.abs(np.asarray(plain, np.float64) - exact).max())
     mx = float(row.max())
@@ -155,65 +111,63 @@ def mismatch_errors(n: int = 128, d: int = 32, flash_dtype: str = "fp16", flash_
                                                    ref_on_rounded_inputs=ref_on_rounded_inputs)}
 
 
-class MismatchExplorer:
-    """Choose the kernel's and the reference's mask and dtype; see the per-row error and a diagnosis (chapter 11)."""
+class MismatchExplorer(Dashboard):
+    """Choose the kernel's and the reference's mask and dtype; see the per-row error and a diagnosis (chapter 11).
+
+    The five controls are ``config``'s keys: flash_dtype, flash_causal, ref_dtype (None or "float64": exact), ref_causal,
+    ref_on_rounded_inputs; ``update(**config)`` changes them, ``current`` is :func:`mismatch_errors`' result."""
+
+    plot = MismatchRowsPlot
+    layout = (("flash_dtype", "flash_causal"), ("ref_dtype", "ref_causal", "ref_on_rounded_inputs"))
 
     def __init__(self, n: int = 128, d: int = 32, **config):
         self.n, self.d = n, d
         self.config = dict(flash_dtype="fp16", flash_causal=True, ref_dtype=None, ref_causal=True,
                            ref_on_rounded_inputs=True)
+        unknown = set(config) - set(self.config)
+        if unknown:
+            raise FlashsimError(f"unknown setting(s) {sorted(unknown)}: use {sorted(self.config)}")
         self.config.update(config)
         self._cache: dict = {}
-        self.current = self._compute()
+        self.update()
 
-    def _compute(self) -> dict:
-        key = tuple(sorted(self.config.items(), key=lambda kv: kv[0]))
-        if key not in self._cache:
-            self._cache[key] = mismatch_errors(self.n, self.d, **self.config)
-        return self._cache[key]
+    def controls(self):
+        return {"flash_dtype": choice("kernel dtype", ["fp16", "bf16", "fp32"]),
+                "flash_causal": toggle("kernel causal"),
+                "ref_dtype": choice("ref dtype", ["float64", "fp32", "fp16", "bf16"]),
+                "ref_causal": toggle("ref causal"), "ref_on_rounded_inputs": toggle("ref sees stored inputs")}
+
+    def control_state(self) -> dict:
+        return {**self.config, "ref_dtype": self.config["ref_dtype"] or "float64"}
 
     def update(self, **config) -> dict:
         unknown = set(config) - set(self.config)
         if unknown:
-            raise ValueError(f"unknown setting(s) {sorted(unknown)}: use {sorted(self.config)}")
+            raise FlashsimError(f"unknown setting(s) {sorted(unknown)}: use {sorted(self.config)}")
+        if "ref_dtype" in config and config["ref_dtype"] is None:
+            config["ref_dtype"] = "float64"           # ref_dtype=None means the float64 reference, not "unchanged"
+        return super().update(**config)
+
+    def apply(self, **config) -> dict:
+        if config.get("ref_dtype") == "float64":
+            config["ref_dtype"] = None
         self.config.update(config)
-        self.current = self._compute()
+        key = tuple(sorted(self.config.items(), key=lambda kv: kv[0]))
+        if key not in self._cache:
+            self._cache[key] = mismatch_errors(self.n, self.d, **self.config)
+        self.current = self._cache[key]
         return self.current
 
-    def figure(self):
-        from flashsim.course.ch11.figures import plot_mismatch_rows
-        return plot_mismatch_rows(self.current)
+    def readout(self) -> str:
+        return f"<b>{self.current['diagnosis']}</b>"
 
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        c = self.config
-        fd = W.Dropdown(options=["fp16", "bf16", "fp32"], value=c["flash_dtype"], description="kernel dtype")
-        fc = W.Checkbox(value=c["flash_causal"], description="kernel causal")
-        rd = W.Dropdown(options=[("float64", None), ("fp32", "fp32"), ("fp16", "fp16"), ("bf16", "bf16")],
-                        value=c["ref_dtype"], description="ref dtype")
-        rc = W.Checkbox(value=c["ref_causal"], description="ref causal")
-        rr = W.Checkbox(value=c["ref_on_rounded_inputs"], description="ref sees stored inputs")
-        diag = W.HTML(f"<b>{self.current['diagnosis']}</b>")
-        img = png_image_widget(self.figure())
-
-        def redraw(_=None):
-            self.update(flash_dtype=fd.value, flash_causal=fc.value, ref_dtype=rd.value, ref_causal=rc.value,
-                        ref_on_rounded_inputs=rr.value)
-            diag.value = f"<b>{self.current['diagnosis']}</b>"
-            set_png(img, self.figure())
-
-        for w in (fd, fc, rd, rc, rr):
-            w.observe(redraw, names="value")
-        return W.VBox([W.HBox([fd, fc]), W.HBox([rd, rc, rr]), diag, img])
+    def plot_args(self) -> dict:
+        return {"result": self.current}
 
 
 # --- 3. not sub-quadratic -----------------------------------------------------------------------------------------
 def flops_sweep(ns=SHORT_NS, d: int = 64, causal: bool = False) -> dict:
     """Matmul FLOPs of naive and flash2 forward against N (one head): both grow as N² (chapter 11)."""
-    from flashsim.model.simulator import traffic
     return {"n": list(ns), "naive": [traffic("naive", n, d, causal=causal).flops for n in ns],
             "flash": [traffic("flash2", n, d, causal=causal).flops for n in ns],
             "flash_hbm": [traffic("flash2", n, d, causal=causal).hbm_bytes for n in ns],
@@ -229,7 +183,6 @@ def rescale_drift(n: int = 512, d: int = 16, block: int = 32, trend: float = 4.0
     missing rescale bites; with the max in the first block the bug is invisible. Returns per-block
     {"blocks", "err_ok", "err_bug", "l_ok", "l_bug", "max_grows" (bool per block)} and the final errors.
     """
-    from flashsim.model.attention.online_softmax import online_attention_row
     rng = np.random.default_rng(seed)
     scores = rng.standard_normal(n) + trend * np.arange(n) / max(n - 1, 1)   # (N,)
     values = rng.standard_normal((n, d))                                       # (N, d)
@@ -253,14 +206,20 @@ def rescale_drift(n: int = 512, d: int = 16, block: int = 32, trend: float = 4.0
     return out
 
 
-class RescaleDriftDashboard:
+class RescaleDriftDashboard(Dashboard):
     """Sliders for the score trend and the block size; the drift of the buggy online softmax (chapter 11)."""
 
-    def __init__(self, n: int = 512, d: int = 16, block: int = 32, trend: float = 4.0, seed: int = 0):
-        self.n, self.d, self.block, self.trend, self.seed = n, d, block, trend, seed
-        self.current = rescale_drift(n, d, block, trend, seed)
+    BLOCKS = (8, 16, 32, 64, 128)
+    plot = RescaleDriftPlot
 
-    def update(self, block=None, trend=None) -> dict:
+    def __init__(self, n: int = 512, d: int = 16, block: int = 32, trend: float = 4.0, seed: int = 0):
+        self.n, self.d, self.block, self.trend, self.seed = n, d, int(block), float(trend), seed
+        self.update()
+
+    def controls(self):
+        return {"trend": float_range("trend", -12.0, 12.0, 0.5), "block": slider("block", self.BLOCKS)}
+
+    def apply(self, block=None, trend=None) -> dict:
         if block is not None:
             self.block = int(block)
         if trend is not None:
@@ -268,25 +227,10 @@ class RescaleDriftDashboard:
         self.current = rescale_drift(self.n, self.d, self.block, self.trend, self.seed)
         return self.current
 
-    def figure(self):
-        from flashsim.course.ch11.figures import plot_rescale_drift
-        return plot_rescale_drift(self.current)
+    def readout(self) -> str:
+        c = self.current
+        return (f"trend {self.trend:+.1f}, block {self.block}: final error with rescale {c['final_err_ok']:.1e}, "
+                f"without {c['final_err_bug']:.1e}")
 
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        trend = W.FloatSlider(value=self.trend, min=-12.0, max=12.0, step=0.5, description="trend",
-                              continuous_update=False)
-        block = W.SelectionSlider(options=[8, 16, 32, 64, 128], value=self.block, description="block",
-                                  continuous_update=False)
-        img = png_image_widget(self.figure())
-
-        def redraw(_=None):
-            self.update(block=block.value, trend=trend.value)
-            set_png(img, self.figure())
-
-        trend.observe(redraw, names="value")
-        block.observe(redraw, names="value")
-        return W.VBox([W.HBox([trend, block]), img])
+    def plot_args(self) -> dict:
+        return {"drift": self.current}

@@ -1,51 +1,116 @@
 """Chapter 11 figures: four pitfalls. Every function returns a matplotlib Figure (Agg-safe: no pyplot)."""
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
-from flashsim.course.kit.plotting import new_figure
+from flashsim.course.kit.plotting import LivePlot, new_figure
+from flashsim.model.roofline import roofline
+from flashsim.model.simulator import traffic
 
 __all__ = ["plot_speedup_vs_n", "plot_mismatch_rows", "plot_flops_vs_n", "plot_rescale_drift",
            "figure_short_sequence_speedup"]
 
 
+#: sequence lengths of the short-sequence sweep
+SHORT_NS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+
+
+def short_sequence_times(n: int, d: int = 64, heads: int = 16, device: str = "h200") -> dict:
+    """Predicted forward times of one transformer layer's attention core, naive vs flash2, and of the layer (ch. 11).
+
+    * **attention core**: ``flashsim.traffic(..., l2=True).time_s``, the roofline time on the DRAM bytes that get
+      past L2 (chapter 09), for naive (Algorithm 0) and flash2, `heads` heads of size `d`, batch 1;
+    * **the rest of the layer**: the Q, K, V and output projections and the MLP (4× expansion) on
+      d_model = heads·d: 24·N·d_model² matmul FLOPs, reading 12·d_model² fp16 weights and ~10·N·d_model
+      activations, through the same roofline (:func:`flashsim.model.roofline.roofline`).
+
+    Two effects shrink the win at short N: the core's byte ratio naive/flash is about 1 + N/d when one K/V pass
+    suffices, and the core is a small part of the layer (Amdahl). Returns both Traffic, the times in seconds, the
+    core speedup and the layer speedup.
+    """
+    naive = traffic("naive", n, d, heads=heads, device=device, l2=True)
+    flash = traffic("flash2", n, d, heads=heads, device=device, l2=True)
+    d_model = heads * d
+    other = roofline(24 * n * d_model**2, 2 * (12 * d_model**2 + 10 * n * d_model), device)
+    t_naive, t_flash, t_other = naive.time_s, flash.time_s, other.time_s
+    return {"n": n, "d": d, "heads": heads, "device": device, "naive": naive, "flash": flash,
+            "naive_s": t_naive, "flash_s": t_flash, "other_s": t_other,
+            "core_speedup": t_naive / t_flash, "layer_speedup": (t_other + t_naive) / (t_other + t_flash),
+            "attention_share_naive": t_naive / (t_other + t_naive)}
+
+
+def speedup_sweep(ns=SHORT_NS, d: int = 64, heads: int = 16, device: str = "h200") -> dict:
+    """:func:`short_sequence_times` over `ns`: {"n": [...], "core_speedup": [...], "layer_speedup": [...], ...}."""
+    from tqdm.auto import tqdm
+    rows = [short_sequence_times(n, d, heads, device) for n in tqdm(ns, desc="N sweep", leave=False)]
+    return {"n": list(ns), **{k: [r[k] for r in rows] for k in ("core_speedup", "layer_speedup", "naive_s",
+                                                                 "flash_s", "other_s", "attention_share_naive")}}
+
+
+class SpeedupVsNPlot(LivePlot):
+    """Predicted speedup of flash2 over naive against N: the attention core, and the whole layer (Amdahl); the
+    current N is marked. A new N moves the markers; another sweep (d, heads, device) redraws (chapter 11)."""
+
+    figsize = (6.8, 3.4)
+
+    def draw(self, fig, sweep: dict, current: dict | None = None, title: str = ""):
+        ax = fig.add_subplot()
+        ax.plot(sweep["n"], sweep["core_speedup"], "--o", color="#7f7f7f", label="attention core")
+        ax.plot(sweep["n"], sweep["layer_speedup"], "-o", color="#1f77b4", label="whole layer (+ projections, MLP)")
+        (self._core,) = ax.plot([], [], "o", color="#d62728", ms=9)
+        (self._layer,) = ax.plot([], [], "o", color="#d62728", ms=9, label="current N")
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("sequence length N")
+        ax.set_ylabel("naive time / flash time")
+        ax.set_ylim(bottom=0)
+        self._title = ax.set_title("", fontsize=8)
+        self._legend = ax.legend(fontsize=8)
+        self._mark(current, title)
+
+    def _mark(self, current, title) -> None:
+        on = current is not None
+        self._core.set_data([current["n"]] if on else [], [current["core_speedup"]] if on else [])
+        self._layer.set_data([current["n"]] if on else [], [current["layer_speedup"]] if on else [])
+        self._legend.get_texts()[-1].set_text(f"N = {current['n']}" if on else "")
+        self._title.set_text("\n".join(textwrap.wrap(title, 100)))
+
+    def refresh(self, sweep, current=None, title=""):
+        if sweep is not self.args["sweep"]:
+            return False
+        self._mark(current, title)
+        return True
+
+
 def plot_speedup_vs_n(sweep: dict, current: dict | None = None, title: str = ""):
     """Predicted speedup of flash2 over naive against N: the attention core, and the whole layer (Amdahl)."""
-    fig = new_figure((6.8, 3.4))
-    ax = fig.add_subplot()
-    ax.plot(sweep["n"], sweep["core_speedup"], "--o", color="#7f7f7f", label="attention core")
-    ax.plot(sweep["n"], sweep["layer_speedup"], "-o", color="#1f77b4", label="whole layer (+ projections, MLP)")
-    if current is not None:
-        ax.plot([current["n"]], [current["core_speedup"]], "o", color="#d62728", ms=9)
-        ax.plot([current["n"]], [current["layer_speedup"]], "o", color="#d62728", ms=9, label=f"N = {current['n']}")
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("sequence length N")
-    ax.set_ylabel("naive time / flash time")
-    ax.set_ylim(bottom=0)
-    import textwrap
-    ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=8)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return SpeedupVsNPlot(sweep=sweep, current=current, title=title).fig
+
+
+class MismatchRowsPlot(LivePlot):
+    """Max |flash − reference| per query row (log scale), with the plain-implementation rounding level (chapter 11)."""
+
+    figsize = (6.8, 3.2)
+
+    def draw(self, fig, result: dict):
+        ax = fig.add_subplot()
+        row = np.maximum(np.asarray(result["row_error"]), 1e-12)
+        ax.semilogy(np.arange(row.size), row, color="#d62728", lw=1.2, label="max |flash − reference| in the row")
+        ax.axhline(result["plain_max"], color="#7f7f7f", ls="--", label="rounding of a plain implementation")
+        ax.set_xlabel("query row")
+        ax.set_ylabel("error")
+        c = result["config"]
+        ref = c["ref_dtype"] or "float64"
+        ax.set_title(f"kernel: {c['flash_dtype']}, causal={c['flash_causal']}   reference: {ref}, "
+                     f"causal={c['ref_causal']}", fontsize=9)
+        ax.legend(fontsize=8, loc="upper right")
 
 
 def plot_mismatch_rows(result: dict):
     """Max |flash − reference| per query row (log scale), with the plain-implementation rounding level."""
-    fig = new_figure((6.8, 3.2))
-    ax = fig.add_subplot()
-    row = np.maximum(np.asarray(result["row_error"]), 1e-12)
-    ax.semilogy(np.arange(row.size), row, color="#d62728", lw=1.2, label="max |flash − reference| in the row")
-    ax.axhline(result["plain_max"], color="#7f7f7f", ls="--", label="rounding of a plain implementation")
-    ax.set_xlabel("query row")
-    ax.set_ylabel("error")
-    c = result["config"]
-    ref = c["ref_dtype"] or "float64"
-    ax.set_title(f"kernel: {c['flash_dtype']}, causal={c['flash_causal']}   reference: {ref}, "
-                 f"causal={c['ref_causal']}", fontsize=9)
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    return fig
+    return MismatchRowsPlot(result=result).fig
 
 
 def plot_flops_vs_n(sweep: dict):
@@ -74,29 +139,34 @@ def plot_flops_vs_n(sweep: dict):
     return fig
 
 
+class RescaleDriftPlot(LivePlot):
+    """Error of one row's online attention after each block, with and without the rescale (chapter 11)."""
+
+    figsize = (6.8, 3.3)
+
+    def draw(self, fig, drift: dict):
+        ax = fig.add_subplot()
+        b = np.asarray(drift["blocks"])
+        ok = np.maximum(np.asarray(drift["err_ok"]), 1e-17)
+        bug = np.maximum(np.asarray(drift["err_bug"]), 1e-17)
+        ax.semilogy(b, ok, "o-", color="#1f77b4", ms=3, label="with rescale")
+        ax.semilogy(b, bug, "o-", color="#d62728", ms=3, label="rescale=False (the bug)")
+        grows = np.asarray(drift["max_grows"])
+        if grows.any():
+            ax.semilogy(b[grows], bug[grows], "v", color="k", ms=6, label="block raised the running max")
+        ax.set_xlabel("block")
+        ax.set_ylabel("max |o − exact|")
+        ax.set_title(f"one row, N={drift['n']}, block={drift['block']}, score trend={drift['trend']:g}", fontsize=9)
+        ax.legend(fontsize=8)
+
+
 def plot_rescale_drift(drift: dict):
     """Error of one row's online attention after each block, with and without the rescale; blocks that raise the
     running max are marked."""
-    fig = new_figure((6.8, 3.3))
-    ax = fig.add_subplot()
-    b = np.asarray(drift["blocks"])
-    ok = np.maximum(np.asarray(drift["err_ok"]), 1e-17)
-    bug = np.maximum(np.asarray(drift["err_bug"]), 1e-17)
-    ax.semilogy(b, ok, "o-", color="#1f77b4", ms=3, label="with rescale")
-    ax.semilogy(b, bug, "o-", color="#d62728", ms=3, label="rescale=False (the bug)")
-    grows = np.asarray(drift["max_grows"])
-    if grows.any():
-        ax.semilogy(b[grows], bug[grows], "v", color="k", ms=6, label="block raised the running max")
-    ax.set_xlabel("block")
-    ax.set_ylabel("max |o − exact|")
-    ax.set_title(f"one row, N={drift['n']}, block={drift['block']}, score trend={drift['trend']:g}", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return RescaleDriftPlot(drift=drift).fig
 
 
 def figure_short_sequence_speedup():
     """figures/ch11_short_sequence_speedup.png"""
-    from flashsim.course.ch11.dashboards import SHORT_NS, short_sequence_times, speedup_sweep
     return plot_speedup_vs_n(speedup_sweep(SHORT_NS), current=short_sequence_times(512),
                              title="H200, d=64, 16 heads, batch 1: the win shrinks at short N")

@@ -1,114 +1,132 @@
-"""Chapter 12 dashboard: the learner's kernel under block-size sliders, measured IO against the kernel view.
+"""Chapter 12 dashboard: the learner's kernel under block-size controls, measured IO against the kernel view.
 
-:class:`KernelBlockDashboard` keeps its state in plain methods (``update(block_m=..., block_n=..., causal=...)``,
-``current``), so tests drive it without Jupyter; ``show()`` wraps the same methods in ipywidgets (imported
-lazily). In the interpreter each move runs the learner's kernel at a small N and counts its loads and stores; on a
-GPU it times the kernel (``do_bench`` median) at a full size instead.
+:class:`KernelBlockDashboard` (on the course's dashboard base) is driven by ``update(block_m=..., block_n=...,
+causal=...)`` and keeps ``current``, so tests drive it without Jupyter. In the interpreter each move runs the
+kernel at a small N and counts its loads and stores; on a GPU it times the kernel (``do_bench`` median) at a full
+size instead. Until the learner's kernel passes, it runs the course's own kernel (:func:`learner_or_course_kernel`).
 
-The chapter's last section ("what an H200 adds") reads the committed GPU results under ``benchmarks/results/``:
-:func:`tuning_summary` (pointer loads vs TMA, best configuration per kernel), :func:`wide_sweep_summary` (pipeline
-stages, shared-memory limits, warp specialization), :func:`pingpong_summary` (the manual ping-pong experiment) and
-:func:`speed_headline` (the speed grid against PyTorch's SDPA backends), each with a ``*_table`` for the notebook.
-Without the file they say so and return None or [].
+The chapter's last section ("what an H200 adds") reads the recorded GPU results (:mod:`flashsim.course.kit.results`,
+copies of the raw record in ``benchmarks/results/``): :func:`tuning_summary` (pointer loads vs TMA, best
+configuration per kernel), :func:`wide_sweep_summary` (pipeline stages, shared-memory limits, warp specialization),
+:func:`pingpong_summary` (the manual ping-pong experiment) and :func:`speed_headline` (the speed grid against
+PyTorch's SDPA backends), each with a ``*_table`` for the notebook. Each also reads a JSON file of the same kind
+(``path=``), e.g. a learner's own GPU run; an unusable file is said so and gives None or [].
 """
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import statistics
 from pathlib import Path
 
-from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.course import pick
+from flashsim.course.ch12.figures import KernelIOPlot
+from flashsim.course.kit.dashboard import Dashboard, slider, toggle
 from flashsim.course.kit.results import load_result, recorded_names, result_source
+from flashsim.model.kernel_io import kernel_io
 from flashsim.model.table import Table
 
-__all__ = ["KernelBlockDashboard", "template_source", "learner_or_solution", "TUNING_KERNELS", "TUNING_KERNEL_LABELS",
-           "config_label", "load_tuning", "tuned_configs", "tuning_summary", "tuning_table", "wide_sweep_summary",
-           "pipelining_table", "warp_specialization_table", "pingpong_summary", "pingpong_table", "speed_headline",
-           "speed_headline_table"]
+__all__ = ["KernelBlockDashboard", "template_source", "learner_or_course_kernel", "TUNING_KERNELS",
+           "TUNING_KERNEL_LABELS", "config_label", "load_tuning", "tuned_configs", "tuning_summary", "tuning_table",
+           "wide_sweep_summary", "pipelining_table", "warp_specialization_table", "pingpong_summary",
+           "pingpong_table", "speed_headline", "speed_headline_table"]
 
 BLOCKS = (16, 32, 64, 128)
 
 
 def template_source() -> str:
     """The Triton source of the chapter-12 template kernel (:mod:`flashsim.course.ch12.template`), to read."""
-    import inspect
-
-    from flashsim.course.ch12.template import _flash_template_kernel
+    from flashsim.course.ch12.template import _flash_template_kernel     # lazy: the template imports triton
     return inspect.getsource(getattr(_flash_template_kernel, "fn", _flash_template_kernel))
 
 
-def learner_or_solution(inner, verdict):
-    """The learner's inner-loop function if its verdict passed, else the solution (so later cells still run)."""
+def learner_or_course_kernel(inner, verdict):
+    """The learner's inner-loop function if its verdict passed, else None: the cells below then run the course's
+    own kernel, :func:`flashsim.kernels.flash_forward` (the same FA2 forward, argument names and bytes)."""
     if verdict:
         print("using your kernel")
         return inner
-    from flashsim.solutions.ch12 import flash_inner
-    print("your kernel did not pass yet: the cells below use the solution (flashsim.solutions.ch12.flash_inner)")
-    return flash_inner
+    print("your kernel did not pass yet: the cells below use the course's kernel (flashsim.kernels.flash_forward)")
+    return None
 
 
 def _nonzero(io: dict) -> dict:
     return {kind: {t: b for t, b in io[kind].items() if b} for kind in ("loads", "stores")}
 
 
-class KernelBlockDashboard:
-    """BLOCK_M / BLOCK_N / causal sliders over the learner's kernel (chapter 12).
+def _one_launch(per_tensor: dict) -> dict:
+    """The {"loads", "stores"} of a call that launches one kernel (the template, or the course's forward)."""
+    (launch,) = per_tensor.values()
+    return launch
 
-    ``current`` = {"block_m", "block_n", "causal", "simulated": {"loads", "stores"}, "measured": ... or None,
-    "time_ms": ... or None, "exact": bool or None}.
+
+class KernelBlockDashboard(Dashboard):
+    """BLOCK_M / BLOCK_N / causal controls over the learner's kernel, or the course's (``inner=None``) (chapter 12).
+
+    In the interpreter each move runs the kernel at a small N and counts its loads and stores; on a GPU it times it
+    (``do_bench`` median) at a full size instead. ``current`` = {"block_m", "block_n", "causal", "simulated":
+    {"loads", "stores"}, "measured": ... or None, "time_ms": ... or None, "exact": bool or None}.
     """
 
-    def __init__(self, inner, n: int | None = None, d: int | None = None, block_m: int = 32, block_n: int = 32,
-                 causal: bool = False):
-        from flashsim.course import pick
-        from flashsim.kernels import INTERPRETER
+    plot = KernelIOPlot
+
+    def __init__(self, inner=None, n: int | None = None, d: int | None = None, block_m: int = 32,
+                 block_n: int = 32, causal: bool = False):
+        from flashsim.kernels import INTERPRETER                 # lazy: flashsim.kernels imports torch and triton
         self.inner = inner
         self.interpreter = bool(INTERPRETER)
         self.n = int(n or (96 if self.interpreter else pick(small=1024, full=4096)))
         self.d = int(d or (32 if self.interpreter else 64))
         self.dtype = "fp32" if self.interpreter else "fp16"
+        self.block_m, self.block_n, self.causal = int(block_m), int(block_n), bool(causal)
         self._cache: dict = {}
         self.current: dict = {}
-        self.update(block_m=block_m, block_n=block_n, causal=causal)
+        self.update()
+
+    def controls(self):
+        return {"block_m": slider("BLOCK_M", BLOCKS), "block_n": slider("BLOCK_N", BLOCKS),
+                "causal": toggle("causal")}
+
+    def _run(self, q, k, v, causal: bool, block_m: int, block_n: int):
+        if self.inner is None:
+            from flashsim.kernels import flash_forward
+            return flash_forward(q, k, v, causal=causal, block_m=block_m, block_n=block_n)
+        from flashsim.course.ch12.template import flash_forward_template
+        return flash_forward_template(q, k, v, self.inner, causal=causal, block_m=block_m, block_n=block_n)
 
     def measure(self, block_m: int, block_n: int, causal: bool) -> dict:
         key = (int(block_m), int(block_n), bool(causal))
         if key in self._cache:
             return self._cache[key]
-        from flashsim.course.ch12.checks import _inputs, _one_launch, run_learner_kernel
-        from flashsim.model.kernel_io import kernel_io
+        from flashsim.measure import bench, count_io, make_inputs   # lazy: flashsim.measure imports torch
         sim = _one_launch(kernel_io("flash_fwd", self.n, self.d, block_m, block_n, causal=causal,
                                     dtype=self.dtype).per_tensor())
-        q, k, v = _inputs(1, 1, self.n, self.d, self.dtype, "cpu" if self.interpreter else "cuda", seed=3)
+        q, k, v = make_inputs("flash_fwd", self.n, self.d, self.dtype, device="cpu" if self.interpreter else "cuda",
+                              seed=3)
         out = {"block_m": key[0], "block_n": key[1], "causal": key[2], "simulated": sim, "measured": None,
                "time_ms": None, "exact": None}
         if self.interpreter:
-            from flashsim.measure import count_io
-            counted = count_io(run_learner_kernel, self.inner, q, k, v, causal, block_m, block_n)
+            counted = count_io(self._run, q, k, v, causal=key[2], block_m=key[0], block_n=key[1])
             out["measured"] = _one_launch(counted.per_tensor())
             out["exact"] = _nonzero(out["measured"]) == _nonzero(sim)
         else:
-            from flashsim.measure import bench
-            out["time_ms"] = bench(lambda: run_learner_kernel(self.inner, q, k, v, causal, block_m, block_n))
+            out["time_ms"] = bench(lambda: self._run(q, k, v, key[2], key[0], key[1]))
         self._cache[key] = out
         return out
 
-    def update(self, block_m: int | None = None, block_n: int | None = None, causal: bool | None = None) -> dict:
-        bm = int(block_m if block_m is not None else self.current.get("block_m", 32))
-        bn = int(block_n if block_n is not None else self.current.get("block_n", 32))
-        c = bool(causal if causal is not None else self.current.get("causal", False))
-        for name, value in (("block_m", bm), ("block_n", bn)):
-            if value not in BLOCKS:
-                raise ValueError(f"{name}={value}: the dashboard offers {list(BLOCKS)}")
-        self.current = self.measure(bm, bn, c)
+    def apply(self, block_m: int | None = None, block_n: int | None = None, causal: bool | None = None) -> dict:
+        self.block_m = int(block_m if block_m is not None else self.block_m)
+        self.block_n = int(block_n if block_n is not None else self.block_n)
+        self.causal = bool(causal if causal is not None else self.causal)
+        self.current = self.measure(self.block_m, self.block_n, self.causal)
         return self.current
 
     def readout(self) -> str:
         c = self.current
         sim = sum(c["simulated"]["loads"].values()) + sum(c["simulated"]["stores"].values())
-        text = (f"N={self.n}, d={self.d}, BLOCK_M={c['block_m']}, BLOCK_N={c['block_n']}, causal={c['causal']}: "
-                f"simulated {sim:,} B")
+        text = (f"{'your kernel' if self.inner is not None else 'the course kernel'}, N={self.n}, d={self.d}, "
+                f"BLOCK_M={c['block_m']}, BLOCK_N={c['block_n']}, causal={c['causal']}: simulated {sim:,} B")
         if c["measured"] is not None:
             meas = sum(c["measured"]["loads"].values()) + sum(c["measured"]["stores"].values())
             text += f", measured {meas:,} B ({'equal' if c['exact'] else 'DIFFERENT'})"
@@ -116,29 +134,11 @@ class KernelBlockDashboard:
             text += f", {c['time_ms']:.3f} ms on the GPU"
         return text
 
-    def figure(self):
-        from flashsim.course.ch12.figures import plot_kernel_io_by_tensor
-        return plot_kernel_io_by_tensor(self.current["simulated"], self.current["measured"], title=self.readout())
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        bm = W.SelectionSlider(options=list(BLOCKS), value=self.current["block_m"], description="BLOCK_M",
-                               continuous_update=False)
-        bn = W.SelectionSlider(options=list(BLOCKS), value=self.current["block_n"], description="BLOCK_N",
-                               continuous_update=False)
-        causal = W.Checkbox(value=self.current["causal"], description="causal")
-        img = png_image_widget(self.figure())
-
-        def redraw(_=None):
-            self.update(block_m=bm.value, block_n=bn.value, causal=causal.value)
-            set_png(img, self.figure())
-
-        for w in (bm, bn, causal):
-            w.observe(redraw, names="value")
-        return W.VBox([W.HBox([bm, bn, causal]), img])
+    def plot_args(self) -> dict:
+        c = self.current
+        return {"simulated": c["simulated"], "measured": c["measured"],
+                "title": f"N={self.n}, d={self.d}, BLOCK_M={c['block_m']}, BLOCK_N={c['block_n']}, "
+                         f"{'causal' if c['causal'] else 'non-causal'}"}
 
 
 # --- "what an H200 adds": the recorded GPU results (flashsim.course.kit.results), read, never hard-coded --------

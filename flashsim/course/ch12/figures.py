@@ -7,9 +7,51 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flashsim.course.kit.plotting import new_figure
+from flashsim.course.kit.plotting import LivePlot, new_figure
 
 __all__ = ["plot_kernel_io_by_tensor", "plot_speed_vs_sdpa", "plot_tuning_pointer_vs_tma", "plot_tuning_configs"]
+
+
+class KernelIOPlot(LivePlot):
+    """Bars per tensor (Q, K, V loaded; O, LSE stored): simulated KiB, and measured KiB where given (chapter 12).
+    New byte counts change the bar heights in place; another set of tensors redraws."""
+
+    figsize = (6.4, 3.2)
+
+    def draw(self, fig, simulated: dict, measured: dict | None = None, title: str = ""):
+        ax = fig.add_subplot()
+        self._names = [("load", t) for t in sorted(simulated["loads"])] + [("store", t)
+                                                                          for t in sorted(simulated["stores"])]
+        xs = list(range(len(self._names)))
+        w = 0.38 if measured else 0.6
+        self._sim = ax.bar([x - (w / 2 if measured else 0) for x in xs], self._kib(simulated), w,
+                           label="simulated (kernel_io)", color="#1f77b4")
+        self._meas = (ax.bar([x + w / 2 for x in xs], self._kib(measured), w, label="measured (count_io)",
+                             color="#d62728") if measured else None)
+        ax.set_xticks(xs, [f"{t}\n{k}" for k, t in self._names])
+        ax.set_ylabel("KiB")
+        self._title = ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.08), ncol=2, frameon=False)
+        self._ax = ax
+        self._limit(simulated, measured)
+
+    def _kib(self, io: dict) -> list:
+        return [io["loads" if k == "load" else "stores"].get(t, 0) / 1024 for k, t in self._names]
+
+    def _limit(self, simulated, measured) -> None:
+        self._ax.set_ylim(0, 1.1 * max(self._kib(simulated) + (self._kib(measured) if measured else []) + [1e-3]))
+
+    def refresh(self, simulated, measured=None, title=""):
+        names = [("load", t) for t in sorted(simulated["loads"])] + [("store", t) for t in sorted(simulated["stores"])]
+        if names != self._names or (measured is None) != (self._meas is None):
+            return False
+        for bars, io in ((self._sim, simulated), (self._meas, measured)):
+            if bars is not None:
+                for bar, h in zip(bars, self._kib(io)):
+                    bar.set_height(h)
+        self._limit(simulated, measured)
+        self._title.set_text(title)
+        return True
 
 
 def plot_kernel_io_by_tensor(simulated: dict, measured: dict | None = None, title: str = ""):
@@ -17,22 +59,7 @@ def plot_kernel_io_by_tensor(simulated: dict, measured: dict | None = None, titl
 
     simulated / measured: {"loads": {tensor: bytes}, "stores": {tensor: bytes}} (one launch).
     """
-    fig = new_figure((6.4, 3.2))
-    ax = fig.add_subplot()
-    names = [("load", t) for t in sorted(simulated["loads"])] + [("store", t) for t in sorted(simulated["stores"])]
-    xs = list(range(len(names)))
-    sim = [simulated["loads" if k == "load" else "stores"][t] / 1e3 for k, t in names]
-    w = 0.38 if measured else 0.6
-    ax.bar([x - (w / 2 if measured else 0) for x in xs], sim, w, label="simulated (kernel_io)", color="#1f77b4")
-    if measured:
-        meas = [measured["loads" if k == "load" else "stores"].get(t, 0) / 1e3 for k, t in names]
-        ax.bar([x + w / 2 for x in xs], meas, w, label="measured (count_io)", color="#d62728")
-    ax.set_xticks(xs, [f"{t}\n{k}" for k, t in names])
-    ax.set_ylabel("kB")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return KernelIOPlot(simulated=simulated, measured=measured, title=title).fig
 
 
 def plot_speed_vs_sdpa(speed: dict | None):
