@@ -8,7 +8,11 @@ Then speed: ``triton.testing.do_bench`` medians, side by side in one process, of
 (``flashsim.kernels.flash_forward``) and the Gluon kernel, at B*N = 16384 and H*d = 2048. Timed rows are checked
 for correctness too, on their own inputs, before they are timed.
 
-    python3 benchmarks/gluon_validate.py --out $OUT/gluon_fwd.json [--quick] [--ablation]
+    python3 benchmarks/gluon_validate.py --out $OUT/gluon_fwd.json [--quick] [--ablation] [--tune]
+
+``--tune`` first times each candidate launch configuration (:data:`CANDIDATES`, each checked for correctness on
+ragged N first) in fp16 at N = 2048 and 16384, and keeps the fastest (geometric mean) per (d, causal) for the rest
+of the run. ``--ncu SHAPE`` runs one forward of one shape only, for ``ncu`` (dtype,d,causal,N, e.g. fp16,128,0,2048).
 
 Only ``flashsim.kernels.gluon`` (and, for the Triton column, ``flashsim.kernels``) is imported; if the package's
 ``__init__`` fails to import, the Gluon files are loaded straight from their paths.
@@ -94,6 +98,72 @@ def check_case(g, dtype, d, causal, B, H, N, pingpong=True, seed=0):
                 err=err, err_torch=err_t, lse_err=lse_err, ok=bool(ok))
 
 
+#: launch configurations tried by --tune, per head dim (keys of flashsim.kernels.gluon.FWD_CONFIGS)
+CANDIDATES = {
+    64: [dict(NC=2, BLOCK_N=128, STAGES=3, CONSUMER_REGS=240), dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240),
+         dict(NC=3, BLOCK_N=128, STAGES=3, CONSUMER_REGS=160)],
+    128: [dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240), dict(NC=2, BLOCK_N=64, STAGES=4, CONSUMER_REGS=240)],
+}
+
+
+def tune(g, warmup, rep):
+    """Time every candidate at fp16, N in (2048, 16384); keep the fastest per (d, causal) in g.FWD_CONFIGS."""
+    import torch
+    import torch.nn.functional as F
+    out = []
+    for d, cands in CANDIDATES.items():
+        for causal in (False, True):
+            scores = []
+            for cand in cands:
+                cfg = dict(g.FWD_CONFIGS[(d, causal)], **cand)
+                rec = dict(d=d, causal=causal, config=cfg, ok=True, ms={})
+                try:
+                    for N in (129, 1000):
+                        torch.manual_seed(N)
+                        q, k, v = (torch.randn(2, 3, N, d, device="cuda", dtype=torch.float16) for _ in range(3))
+                        o, _ = g.gluon_forward(q, k, v, causal=causal, config=cfg)
+                        ref, _ = reference(q, k, v, causal, d ** -0.5)
+                        e, et = rel_err(o, ref), rel_err(F.scaled_dot_product_attention(q, k, v, is_causal=causal), ref)
+                        rec["ok"] &= bool(e <= 2 * et + 1e-6)
+                    for N in (2048, 16384):
+                        B, H = 16384 // N, 2048 // d
+                        q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.float16) for _ in range(3))
+                        rec["ms"][N] = bench(lambda: g.gluon_forward(q, k, v, causal=causal, config=cfg), warmup, rep)
+                    rec["geomean_ms"] = math.prod(rec["ms"].values()) ** (1 / len(rec["ms"]))
+                except Exception as exc:
+                    rec.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[:400]}")
+                print("tune", rec)
+                out.append(rec)
+                if rec["ok"]:
+                    scores.append((rec["geomean_ms"], cfg))
+            if scores:
+                g.FWD_CONFIGS[(d, causal)] = min(scores, key=lambda x: x[0])[1]
+            print("chosen", d, causal, g.FWD_CONFIGS[(d, causal)])
+    return out
+
+
+def check_backward_on_lse(g, dtype, d, causal, N):
+    """The course's Triton backward fed with the Gluon forward's (o, lse): gradients vs float64 autograd, each
+    within 2x the error of PyTorch's SDPA gradients in the same dtype."""
+    import torch
+    import torch.nn.functional as F
+    from flashsim.kernels import flash_backward
+    torch.manual_seed(3)
+    q, k, v, do = (torch.randn(1, 2, N, d, device="cuda", dtype=dtype) for _ in range(4))
+    o, lse = g.gluon_forward(q, k, v, causal=causal)
+    dq, dk, dv = flash_backward(q, k, v, o, lse, do, causal=causal)
+    qd, kd, vd = (t.double().requires_grad_() for t in (q, k, v))
+    ref, _ = reference(qd, kd, vd, causal, d ** -0.5)
+    gref = torch.autograd.grad(ref, (qd, kd, vd), do.double())
+    qt, kt, vt = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    gt = torch.autograd.grad(F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), (qt, kt, vt), do)
+    errs = [rel_err(a, r) for a, r in zip((dq, dk, dv), gref)]
+    errs_t = [rel_err(a, r) for a, r in zip(gt, gref)]
+    ok = all(e <= 2 * et + 1e-6 for e, et in zip(errs, errs_t))
+    return dict(dtype=str(dtype).replace("torch.", ""), d=d, causal=causal, N=N, what="flash_backward on gluon lse",
+                err=errs, err_torch=errs_t, ok=bool(ok))
+
+
 def flops(B, H, N, d, causal):
     f = 4.0 * B * H * N * N * d
     return f / 2 if causal else f
@@ -166,15 +236,34 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--quick", action="store_true", help="fewer correctness cases and timed rows")
-    ap.add_argument("--ablation", action="store_true", help="also time the kernel with ping-pong off")
+    ap.add_argument("--ablation", action="store_true", help="also time the kernel with ping-pong off (fp16 rows)")
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--warmup", type=int, default=25)
     ap.add_argument("--rep", type=int, default=100)
     ap.add_argument("--ns", default="2048,4096,8192,16384")
+    ap.add_argument("--tune", action="store_true", help="pick the launch configuration per (d, causal) first")
+    ap.add_argument("--ncu", default=None, help="dtype,d,causal,N: run that forward (warm-up, then once) and exit")
     args = ap.parse_args(argv)
     import torch
 
     g, how = load_gluon()
+    if args.ncu:
+        dt, d, causal, N = args.ncu.split(",")
+        dt, d, causal, N = dict(fp16=torch.float16, bf16=torch.bfloat16)[dt], int(d), bool(int(causal)), int(N)
+        q, k, v = (torch.randn(16384 // N, 2048 // d, N, d, device="cuda", dtype=dt) for _ in range(3))
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        g.gluon_forward(q, k, v, causal=causal)
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStart()
+        g.gluon_forward(q, k, v, causal=causal)
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStop()
+        return 0
     ok, why = g.available()
     result = dict(date_utc=time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), command=" ".join(sys.argv),
                   loaded=how, available=ok, reason=why, checks=[], rows=[])
@@ -186,9 +275,12 @@ def main(argv=None):
     print(result["versions"])
     flash_forward, ff_err = load_triton_forward()
     result["triton_kernel"] = "flashsim.kernels.flash_forward" if flash_forward else f"unavailable: {ff_err}"
+    if args.tune:
+        result["tuning"] = tune(g, args.warmup, args.rep)
+    result["configs"] = {f"d{d}_causal{int(c)}": cfg for (d, c), cfg in g.FWD_CONFIGS.items()}
 
     # ---- correctness grid: ragged and tiny N, both dtypes, both head dims, causal or not ----
-    ns = (1, 17, 64, 100, 128, 129, 255, 1000, 2048 + 37) if not args.quick else (17, 129, 1000)
+    ns = (1, 17, 100, 129, 1000, 2048 + 37) if not args.quick else (17, 129, 1000)
     t0 = time.time()
     for dtype in (torch.float16, torch.bfloat16):
         for d in (64, 128):
@@ -207,6 +299,14 @@ def main(argv=None):
     # ping-pong off must compute the same function
     for causal in (False, True):
         result["checks"].append(check_case(g, torch.float16, 128, causal, 1, 2, 1000, pingpong=False, seed=7))
+    if flash_forward is not None:
+        for d, causal in ((64, False), (128, True)):
+            try:
+                result["checks"].append(check_backward_on_lse(g, torch.float16, d, causal, 1000))
+            except Exception as exc:
+                result["checks"].append(dict(what="flash_backward on gluon lse", ok=False,
+                                             error=f"{type(exc).__name__}: {exc}"))
+            print(result["checks"][-1])
     n_ok = sum(c["ok"] for c in result["checks"])
     print(f"correctness: {n_ok}/{len(result['checks'])} cases pass ({time.time() - t0:.0f} s)")
     Path(args.out).write_text(json.dumps(result, indent=1))
@@ -222,7 +322,7 @@ def main(argv=None):
                     for N in ns_t:
                         try:
                             r = time_row(g, flash_forward, dtype, d, causal, N, args.warmup, args.rep,
-                                         args.ablation)
+                                         args.ablation and dtype == torch.float16)
                         except Exception as exc:
                             r = dict(dtype=str(dtype), d=d, causal=causal, N=N,
                                      error=f"{type(exc).__name__}: {exc}")

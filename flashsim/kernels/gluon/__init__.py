@@ -22,15 +22,30 @@ import os
 #: head dims the Gluon forward covers (each a tuned configuration in :data:`FWD_CONFIGS`)
 HEAD_DIMS = (64, 128)
 
-#: launch configuration of the forward by (head dim, causal): BLOCK_N (keys per K/V tile), STAGES (K/V ring slots),
-#: CONSUMER_REGS (registers per thread of each consumer warpgroup; the producer warp keeps 24). BLOCK_M is 64 query
-#: rows per consumer warpgroup, two consumers per CTA. Shared memory at d=128, STAGES=2: Q 32 KB + K 64 KB + V 64 KB.
+#: launch configuration of the forward by (head dim, causal): NC (consumer warpgroups per CTA, 64 query rows each),
+#: BLOCK_N (keys per K/V tile), STAGES (K/V ring slots), CONSUMER_REGS (registers per thread of each consumer
+#: warpgroup; the producer warp keeps 24), PINGPONG (consumers take turns to issue their wgmma).
+#: Shared memory at d=128: Q 2 x 2 x 16 KB (double-buffered) + K 2 x 32 KB + V 2 x 32 KB = 192 KB. The d=64 entries
+#: are the fastest of the candidates that benchmarks/gluon_validate.py --tune times (results: gluon_fwd_h200_*).
 FWD_CONFIGS = {
-    (64, False): dict(BLOCK_N=128, STAGES=3, CONSUMER_REGS=240),
-    (64, True): dict(BLOCK_N=128, STAGES=3, CONSUMER_REGS=240),
-    (128, False): dict(BLOCK_N=128, STAGES=2, CONSUMER_REGS=240),
-    (128, True): dict(BLOCK_N=128, STAGES=2, CONSUMER_REGS=240),
+    (64, False): dict(NC=3, BLOCK_N=128, STAGES=3, CONSUMER_REGS=160, PINGPONG=True),
+    (64, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True),
+    (128, False): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True),
+    (128, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True),
 }
+
+
+FWD_CONFIGS_DEFAULT = {key: dict(cfg) for key, cfg in FWD_CONFIGS.items()}
+
+#: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
+#: leaves room for the Q, O and the next section's first tiles)
+L2_SECTION_BYTES = 20 * 2 ** 20
+
+
+def _max_regs(nc: int) -> int:
+    """Registers per thread at kernel entry: 65536 over the CTA's warpgroups (NC consumers + the producer's),
+    rounded down to a multiple of 8; setmaxnreg then moves them from the producer to the consumers."""
+    return 65536 // (128 * (nc + 1)) // 8 * 8
 
 
 @functools.lru_cache(maxsize=None)
@@ -110,13 +125,14 @@ def _num_sms(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
-def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: bool = True, config: dict | None = None,
-                  max_ctas: int | None = None):
+def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: bool | None = None,
+                  config: dict | None = None, max_ctas: int | None = None):
     """O = softmax(Q Kᵀ · sm_scale) V on Hopper, FA3-style (see :mod:`flashsim.kernels.gluon.fwd_sm90`).
 
     q, k, v: (B, H, N, d) CUDA tensors, fp16 or bf16, d in :data:`HEAD_DIMS`, any N. Returns (o, lse) in the
-    convention of :func:`flashsim.kernels.flash_forward`. ``pingpong=False`` and ``config`` exist for the ablation
-    (each feature switched off in turn); ``max_ctas`` caps the persistent grid (default: one CTA per SM).
+    convention of :func:`flashsim.kernels.flash_forward`. ``pingpong`` and ``config`` (keys of :data:`FWD_CONFIGS`)
+    override the tuned configuration, for the ablation and the tuning sweep; ``max_ctas`` caps the persistent grid
+    (default: one CTA per SM).
     Raises ``RuntimeError`` with the reason when the inputs are not covered (:func:`supports`).
     """
     import torch
@@ -133,7 +149,9 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     scale = d ** -0.5 if sm_scale is None else float(sm_scale)
     cfg = dict(FWD_CONFIGS[(d, bool(causal))])
     cfg.update(config or {})
-    nc, block_m = 2, 64
+    if pingpong is not None:
+        cfg["PINGPONG"] = bool(pingpong)
+    nc, block_m = cfg["NC"], 64
     block_n, stages, regs = cfg["BLOCK_N"], cfg["STAGES"], cfg["CONSUMER_REGS"]
     q2, k2, v2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v))
     poison = os.environ.get("FLASHSIM_POISON", "0") not in ("", "0")
@@ -149,11 +167,11 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     v_desc = TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout)
     n_mblk = triton.cdiv(N, nc * block_m)
     n_tiles = B * H * n_mblk
+    sec = max(1, min(B * H, L2_SECTION_BYTES // (2 * N * d * q.element_size())))   # heads per L2 section
     ctas = min(n_tiles, max_ctas or _num_sms(q.device.index if q.device.index is not None else 0))
-    # 3 warpgroups (2 consumers + the producer's): 65536 registers / 384 threads = 170, rounded down to 8
-    attn_fwd_sm90[(ctas,)](q_desc, k_desc, v_desc, o, lse, scale * LOG2E, N, B * H, n_mblk, n_tiles,
+    attn_fwd_sm90[(ctas,)](q_desc, k_desc, v_desc, o, lse, scale * LOG2E, N, B * H, n_mblk, n_tiles, sec,
                            CAUSAL=bool(causal), NC=nc, BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
-                           PINGPONG=bool(pingpong), CONSUMER_REGS=regs, num_warps=4, maxnreg=168)
+                           PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=regs, num_warps=4, maxnreg=_max_regs(nc))
     return o, lse
 
 

@@ -12,8 +12,9 @@ One CTA (persistent: at most one per SM) runs three partitions that talk only th
 - **Ping-pong** (``PINGPONG``): the consumers take turns to issue their matmuls (a ring of ``turn`` mbarriers), so
   one warpgroup's softmax runs while the other's wgmma occupies the tensor cores.
 
-The grid is persistent: every CTA walks the tile list with stride ``gridDim.x``; the list is ordered by query block
-from the last (the longest under a causal mask) to the first, heads inner, so no long tile is left for the tail.
+The grid is persistent: every CTA walks the tile list with stride ``gridDim.x``. The list is cut into sections of
+a few heads whose K and V fit in the L2 together; within a section, query blocks go from the last (the longest
+under a causal mask) to the first, so no long tile is left for the tail (:func:`_tile_coords`).
 
 Layout and ragged N: Q, K and V are seen as 2-D ``(B*H*N, d)`` tensors. A tile that runs past N reads the next
 head's rows (or TMA's zero fill past the end): those keys are masked to -inf, those queries are computed and never
@@ -32,11 +33,17 @@ LN2 = 0.6931471805599453
 
 
 @gluon.jit
-def _tile_coords(t, BH, n_mblk):
-    """Tile index -> (batch*head, query block). Query blocks go from the last to the first (longest first when
-    causal); heads are the inner index, so CTAs running at the same time read different heads' K/V once each."""
-    mblk = n_mblk - 1 - t // BH
-    bh = t % BH
+def _tile_coords(t, BH, n_mblk, sec):
+    """Tile index -> (batch*head, query block), in L2-sized sections of ``sec`` heads (the host picks ``sec`` so that
+    a section's K and V fit in about a third of the L2). Within a section, query blocks go from the last to the
+    first (the longest first under a causal mask), heads inner: the CTAs running at the same time share the K/V of
+    a few heads through the L2 instead of streaming every head's from DRAM, and the short tiles come last."""
+    sec_tiles = sec * n_mblk
+    first = (t // sec_tiles) * sec                   # first head of this tile's section
+    r = t % sec_tiles
+    heads = gl.minimum(sec, BH - first)              # the last section may hold fewer heads
+    mblk = n_mblk - 1 - r // heads
+    bh = first + r % heads
     return bh, mblk
 
 
@@ -52,38 +59,60 @@ def _num_kv_tiles(mblk, N, CAUSAL: gl.constexpr, CTA_M: gl.constexpr, BLOCK_N: g
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
-              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
+              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
               CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
               HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
-    """The load warp: TMA copies only, each completing on the ``ready`` mbarrier of its slot."""
+    """The load warp: TMA copies only, each completing on the ``ready`` mbarrier of its slot.
+
+    Order per output tile: the Q rows of every consumer (double-buffered, so the next tile's Q lands while this
+    one runs), K_0, then K_{j+1} before V_j: a consumer needs K_{j+1} (for S_{j+1}) before it needs V_j (for the
+    PV product it issues in the same turn), so K runs one slot ahead of V. After its last tile the CTA loads one
+    extra Q and K_0 (its first tile again): the consumers prefetch S_0 of a next tile unconditionally, and this
+    tile's S_0 is computed and dropped."""
     CTA_M: gl.constexpr = NC * BLOCK_M
     pid = gl.program_id(0)
     nprog = gl.num_programs(0)
-    kv_count = 0          # K/V tiles issued so far by this CTA: slot = kv_count % STAGES
-    tile_count = 0        # output tiles started so far: parity of the Q buffers
-    for t in range(pid, n_tiles, nprog):
-        bh, mblk = _tile_coords(t, BH, n_mblk)
+    kc = 0                # K tiles issued: slot kc % STAGES
+    vc = 0                # V tiles issued: slot vc % STAGES
+    tile_count = 0        # output tiles started: Q buffer tile_count % 2
+    n_mine = gl.cdiv(n_tiles - pid, nprog)
+    for it in range(n_mine + 1):
+        t = pid + it * nprog
+        if it == n_mine:
+            t = pid                                     # the extra tile whose S_0 the consumers drop
+        bh, mblk = _tile_coords(t, BH, n_mblk, sec)
         row0 = bh * N                                   # first row of this head in the (B*H*N, d) view
+        qb = tile_count % 2
         for c in gl.static_range(NC):
-            # wait until consumer c has finished its last QKᵀ of the previous tile, then refill its Q rows
-            mbarrier.wait(q_empty.index(c), (tile_count & 1) ^ 1)
-            mbarrier.expect(q_ready.index(c), q_desc.block_type.nbytes)
+            # wait until consumer c is done with this Q buffer (two tiles ago), then refill it
+            mbarrier.wait(q_empty.index(2 * c + qb), ((tile_count // 2) & 1) ^ 1)
+            mbarrier.expect(q_ready.index(2 * c + qb), q_desc.block_type.nbytes)
             # TMA: Q rows of consumer c, BLOCK_M*d elements, once per output tile
-            tma.async_copy_global_to_shared(q_desc, [row0 + mblk * CTA_M + c * BLOCK_M, 0], q_ready.index(c),
-                                            q_bufs.index(c))
-        n_kv = _num_kv_tiles(mblk, N, CAUSAL, CTA_M, BLOCK_N)
-        for j in range(n_kv):
-            s = kv_count % STAGES
-            ph = (kv_count // STAGES) & 1
-            mbarrier.wait(k_empty.index(s), ph ^ 1)     # all NC consumers are done with this slot's K
-            mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
-            # TMA: K tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
-            tma.async_copy_global_to_shared(k_desc, [row0 + j * BLOCK_N, 0], k_ready.index(s), k_bufs.index(s))
-            mbarrier.wait(v_empty.index(s), ph ^ 1)     # all NC consumers are done with this slot's V
-            mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
-            # TMA: V tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
-            tma.async_copy_global_to_shared(v_desc, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_bufs.index(s))
-            kv_count += 1
+            tma.async_copy_global_to_shared(q_desc, [row0 + mblk * CTA_M + c * BLOCK_M, 0],
+                                            q_ready.index(2 * c + qb), q_bufs.index(2 * c + qb))
+        s = kc % STAGES
+        mbarrier.wait(k_empty.index(s), ((kc // STAGES) & 1) ^ 1)   # every consumer is done with this K slot
+        mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
+        # TMA: K tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
+        tma.async_copy_global_to_shared(k_desc, [row0, 0], k_ready.index(s), k_bufs.index(s))
+        kc += 1
+        if it < n_mine:
+            n_kv = _num_kv_tiles(mblk, N, CAUSAL, CTA_M, BLOCK_N)
+            for j in range(n_kv):
+                if j + 1 < n_kv:
+                    s = kc % STAGES
+                    mbarrier.wait(k_empty.index(s), ((kc // STAGES) & 1) ^ 1)
+                    mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
+                    # TMA: K tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
+                    tma.async_copy_global_to_shared(k_desc, [row0 + (j + 1) * BLOCK_N, 0], k_ready.index(s),
+                                                    k_bufs.index(s))
+                    kc += 1
+                s = vc % STAGES
+                mbarrier.wait(v_empty.index(s), ((vc // STAGES) & 1) ^ 1)   # every consumer is done with V
+                mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
+                # TMA: V tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
+                tma.async_copy_global_to_shared(v_desc, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_bufs.index(s))
+                vc += 1
         tile_count += 1
 
 
@@ -112,10 +141,15 @@ def _masked_scores(s, q0, j, N, s_layout: gl.constexpr, CAUSAL: gl.constexpr, BL
 
 @gluon.jit
 def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
-              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
+              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
               C: gl.constexpr, CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
-    """Consumer warpgroup C: BLOCK_M query rows of each tile, S and O in registers, P handed to wgmma in registers."""
+    """Consumer warpgroup C: BLOCK_M query rows of each tile, S and O in registers, P handed to wgmma in registers.
+
+    Pipeline (FA3's intra-warpgroup overlap): in each turn it issues S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} as two
+    asynchronous wgmma groups, waits for S_j only, and runs softmax(S_j) while the PV group is still on the tensor
+    cores. Across tiles, the last PV product of a tile is issued together with S_0 of the next, and the epilogue
+    (O / l, stores) runs while that S_0 computes."""
     CTA_M: gl.constexpr = NC * BLOCK_M
     dtype: gl.constexpr = q_desc.dtype
     # wgmma accumulator layouts: 4 warps along M (m64 per instruction), the whole tile width along N
@@ -129,50 +163,50 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
 
     pid = gl.program_id(0)
     nprog = gl.num_programs(0)
-    zero_s = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)   # ignored (use_acc=False): the type of S
-    kv_count = 0
-    tile_count = 0
+    FIRST: gl.constexpr = 1 if C == 0 else 0         # consumer 0 starts: its first turn wait passes at once
+    kc = 0                                           # K/V tiles consumed (ring slot kc % STAGES)
+    tile_count = 0                                   # Q buffer tile_count % 2
     turn_count = 0                                   # ping-pong turns taken: parity of the turn barrier
-    FIRST: gl.constexpr = 1 if C == 0 else 0         # consumer 0 starts: its first wait passes at once
+
+    # ---- prologue: S_0 of the first tile (the grid never exceeds the tile count) ----
+    mbarrier.wait(q_ready.index(2 * C), 0)
+    s_idx = kc % STAGES
+    mbarrier.wait(k_ready.index(s_idx), (kc // STAGES) & 1)
+    if PINGPONG:
+        mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
+    sc = warpgroup_mma(q_bufs.index(2 * C), k_bufs.index(s_idx).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
+                       is_async=True)
+    if PINGPONG:
+        mbarrier.arrive(turn.index((C + 1) % NC))
+        turn_count += 1
+
     for t in range(pid, n_tiles, nprog):
-        bh, mblk = _tile_coords(t, BH, n_mblk)
+        bh, mblk = _tile_coords(t, BH, n_mblk, sec)
         q0 = mblk * CTA_M + C * BLOCK_M              # first query row (within the head) of this warpgroup
         n_kv = _num_kv_tiles(mblk, N, CAUSAL, CTA_M, BLOCK_N)
-        q_smem = q_bufs.index(C)
-        mbarrier.wait(q_ready.index(C), tile_count & 1)
+        q_smem = q_bufs.index(2 * C + tile_count % 2)
 
-        m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, row_s)   # running row max (log2 units)
-        l_i = gl.zeros([BLOCK_M], gl.float32, row_s)                 # running row sum of exp
-        acc = gl.zeros([BLOCK_M, HEAD_D], gl.float32, o_layout)      # running unnormalised O
-
-        # ---- tile 0: S_0 = Q K_0ᵀ alone (there is no P yet) ----
-        s_idx = kv_count % STAGES
-        mbarrier.wait(k_ready.index(s_idx), (kv_count // STAGES) & 1)
-        if PINGPONG:
-            mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
-        sc = warpgroup_mma(q_smem, k_bufs.index(s_idx).permute((1, 0)), zero_s, use_acc=False, is_async=True)
-        if PINGPONG:
-            mbarrier.arrive(turn.index((C + 1) % NC))
-            turn_count += 1
+        # ---- tile 0: S_0 was issued in the previous turn ----
         sc = warpgroup_mma_wait(0, deps=(sc,))
         mbarrier.arrive(k_empty.index(s_idx))        # this warpgroup is done reading K_0
         if _needs_mask(q0, 0, N, CAUSAL, BLOCK_N):
             sc = _masked_scores(sc, q0, 0, N, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
-        m_i = gl.max(sc, 1) * qk_scale
+        m_i = gl.max(sc, 1) * qk_scale               # running row max (log2 units)
         p = gl.exp2(sc * qk_scale - gl.expand_dims(m_i, 1))
-        l_i = gl.sum(p, 1)
+        l_i = gl.sum(p, 1)                           # running row sum of exp
         p16 = gl.convert_layout(p.to(dtype), p_layout)
+        acc = gl.zeros([BLOCK_M, HEAD_D], gl.float32, o_layout)   # running unnormalised O
         prev = s_idx
-        prev_ph = (kv_count // STAGES) & 1
-        kv_count += 1
+        prev_ph = (kc // STAGES) & 1
+        kc += 1
 
         # ---- tiles 1..n_kv-1: issue S_j and O += P_{j-1} V_{j-1}; softmax(S_j) while PV runs ----
         for j in range(1, n_kv):
-            s_idx = kv_count % STAGES
-            mbarrier.wait(k_ready.index(s_idx), (kv_count // STAGES) & 1)
+            s_idx = kc % STAGES
+            mbarrier.wait(k_ready.index(s_idx), (kc // STAGES) & 1)
             if PINGPONG:
                 mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
-            sc = warpgroup_mma(q_smem, k_bufs.index(s_idx).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+            sc = warpgroup_mma(q_smem, k_bufs.index(s_idx).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
             mbarrier.wait(v_ready.index(prev), prev_ph)
             acc = warpgroup_mma(p16, v_bufs.index(prev), acc, is_async=True)
             if PINGPONG:
@@ -193,18 +227,29 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
             acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
             p16 = gl.convert_layout(p.to(dtype), p_layout)
             prev = s_idx
-            prev_ph = (kv_count // STAGES) & 1
-            kv_count += 1
+            prev_ph = (kc // STAGES) & 1
+            kc += 1
 
-        mbarrier.arrive(q_empty.index(C))            # the last QKᵀ of this tile is done: Q may be refilled
-        # ---- the last PV product ----
+        mbarrier.arrive(q_empty.index(2 * C + tile_count % 2))   # last QKᵀ of this tile done: Q may be refilled
+        # ---- one turn: the last PV product of this tile, then S_0 of the next tile ----
         mbarrier.wait(v_ready.index(prev), prev_ph)
+        if PINGPONG:
+            mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
         acc = warpgroup_mma(p16, v_bufs.index(prev), acc, is_async=True)
-        acc, p16 = warpgroup_mma_wait(0, deps=(acc, p16))
+        nq = 2 * C + (tile_count + 1) % 2
+        mbarrier.wait(q_ready.index(nq), ((tile_count + 1) // 2) & 1)
+        s_idx = kc % STAGES
+        mbarrier.wait(k_ready.index(s_idx), (kc // STAGES) & 1)
+        sc = warpgroup_mma(q_bufs.index(nq), k_bufs.index(s_idx).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
+                           is_async=True)
+        if PINGPONG:
+            mbarrier.arrive(turn.index((C + 1) % NC))
+            turn_count += 1
+        acc, p16 = warpgroup_mma_wait(1, deps=(acc, p16))   # the PV group is done; the next S_0 may run
         mbarrier.arrive(v_empty.index(prev))
 
-        # ---- epilogue: O = acc / l, LSE = ln(sum exp) ----
-        acc = acc / gl.expand_dims(gl.convert_layout(l_i, row_o), 1)
+        # ---- epilogue, while the next S_0 runs: O = acc / l, LSE = ln(sum exp) ----
+        acc = acc * gl.expand_dims(gl.convert_layout(1.0 / l_i, row_o), 1)
         rows_o = q0 + gl.arange(0, BLOCK_M, layout=row_o)
         cols_o = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, o_layout))
         row_off = (bh * N + rows_o).to(gl.int64) * HEAD_D
@@ -218,27 +263,33 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
         gl.store(lse_ptr + bh * N + rows_s, lse, mask=rows_s < N)
         tile_count += 1
 
+    # ---- the extra S_0 issued after the last tile: wait for it and release its K slot and Q buffer ----
+    sc = warpgroup_mma_wait(0, deps=(sc,))
+    mbarrier.arrive(k_empty.index(s_idx))
+    mbarrier.arrive(q_empty.index(2 * C + tile_count % 2))
+
 
 @gluon.jit
-def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
+def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
                   CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     """Allocate the shared-memory ring and the mbarriers, then fork into producer and consumer partitions."""
-    gl.static_assert(NC == 2, "two consumer warpgroups")
+    gl.static_assert(NC == 2 or NC == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
-    q_bufs = gl.allocate_shared_memory(dtype, [NC, BLOCK_M, HEAD_D], q_desc.layout)
+    q_bufs = gl.allocate_shared_memory(dtype, [2 * NC, BLOCK_M, HEAD_D], q_desc.layout)   # 2 per consumer
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_D], k_desc.layout)
     v_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_D], v_desc.layout)
-    q_ready = gl.allocate_shared_memory(gl.int64, [NC, 1], mbarrier.MBarrierLayout())
-    q_empty = gl.allocate_shared_memory(gl.int64, [NC, 1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [2 * NC, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [2 * NC, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [NC, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(NC):
+    for i in gl.static_range(2 * NC):
         mbarrier.init(q_ready.index(i), count=1)     # completed by the TMA byte count
-        mbarrier.init(q_empty.index(i), count=1)     # consumer i
+        mbarrier.init(q_empty.index(i), count=1)     # consumer i // 2
+    for i in gl.static_range(NC):
         mbarrier.init(turn.index(i), count=1)        # the consumer before i in the ping-pong ring
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
@@ -247,14 +298,30 @@ def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mbl
         mbarrier.init(v_empty.index(i), count=NC)
     fence_async_shared()
 
-    gl.warp_specialize([
-        (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                     v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
-                     0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
-        (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                     v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
-                     1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
-        (_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                     v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles,
-                     CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
-    ], [4, 1], [CONSUMER_REGS, 24])
+    if NC == 2:
+        gl.warp_specialize([
+            (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
+                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+            (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
+                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+            (_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
+                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+        ], [4, 1], [CONSUMER_REGS, 24])
+    else:
+        gl.warp_specialize([
+            (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
+                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+            (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
+                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+            (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
+                         2, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+            (_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
+                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+        ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 24])
