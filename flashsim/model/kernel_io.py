@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from flashsim.errors import FlashsimError
-from flashsim.model.attention.visibility import (block_extent, first_visible_row_block, n_blocks, tile_visible,
-                                                 visible_col_blocks, visible_key_rows)
+from flashsim.model.attention.visibility import (block_extent, first_visible_row_block, n_blocks, tile_sums,
+                                                 tile_visible, visible_col_blocks)
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.hardware import get_device
 from flashsim.model.l2 import Access, L2Result, simulate_l2
@@ -93,9 +93,8 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
     es = _check(kernel, n, d, block_m, block_n, dtype)
     bh = batch * heads
     N, bm, bn = n, block_m, block_n
-    tm, tn = n_blocks(N, bm), n_blocks(N, bn)
     nd = N * d * es
-    kv_rows = sum(visible_key_rows(i, bm, bn, N, causal) for i in range(tm))  # K/V rows loaded over all Q blocks
+    kv_rows = tile_sums(N, bm, bn, causal)[1]  # K/V rows loaded over all Q blocks (visible tiles)
     launches = []
     if kernel == "flash_fwd":
         L = LaunchIO("_flash_fwd_kernel")
@@ -113,7 +112,7 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         KV = LaunchIO("_bwd_dkdv")
         KV.add("load", "K", bh * nd)
         KV.add("load", "V", bh * nd)
-        q_rows = sum(N - first_visible_row_block(j, bm, bn, causal) * bm for j in range(tn))
+        q_rows = tile_sums(N, bm, bn, causal)[0]  # Q rows over the visible tiles (each K/V block's Q blocks)
         KV.add("load", "Q", bh * q_rows * d * es)
         KV.add("load", "LSE", bh * q_rows * F32)
         KV.add("load", "DO", bh * q_rows * d * es)
@@ -131,13 +130,7 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         launches = [P, KV, DQ]
     elif kernel == "naive":
         S = LaunchIO("_scores_kernel")
-        q_rows = k_rows = 0
-        for i in range(tm):
-            for j in range(tn):
-                if not tile_visible(i, j, bm, bn, N, causal):
-                    continue
-                q_rows += block_extent(i, bm, N)
-                k_rows += block_extent(j, bn, N)
+        q_rows, k_rows, p_el = tile_sums(N, bm, bn, causal)  # over visible tiles: Q rows, K rows, P elements
         S.add("load", "Q", bh * q_rows * d * es)
         S.add("load", "K", bh * k_rows * d * es)
         S.add("store", "S", bh * N * N * F32)           # causal too: tiles above the diagonal store -inf
@@ -145,28 +138,19 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         SM.add("load", "S", bh * N * N * F32)
         SM.add("store", "P", bh * N * N * F32)
         PV = LaunchIO("_pv_kernel")
-        p_el = sum(block_extent(i, bm, N) * visible_key_rows(i, bm, bn, N, causal) for i in range(tm))
         PV.add("load", "P", bh * p_el * F32)
         PV.add("load", "V", bh * kv_rows * d * es)
         PV.add("store", "O", bh * nd)
         launches = [S, SM, PV]
     elif kernel == "tiled_matmul":
-        M, K, Nc = N, d, N
-        L = LaunchIO("_matmul_kernel")
-        a_rows = b_cols = 0
-        for i in range(tm):
-            for j in range(tn):
-                if not tile_visible(i, j, bm, bn, N, causal):
-                    continue
-                a_rows += block_extent(i, bm, M)
-                b_cols += block_extent(j, bn, Nc)
-        L.add("load", "A", a_rows * K * es)
-        L.add("load", "B", b_cols * K * es)
-        L.add("store", "C", (sum(block_extent(i, bm, M) * block_extent(j, bn, Nc) for i in range(tm) for j in range(tn)
-                                 if tile_visible(i, j, bm, bn, N, causal))) * es)
+        L = LaunchIO("_matmul_kernel")  # A (n, d) @ B (d, n): C tiles are S tiles, so the same visible-tile sums
+        a_rows, b_cols, c_el = tile_sums(N, bm, bn, causal)
+        L.add("load", "A", a_rows * d * es)
+        L.add("load", "B", b_cols * d * es)
+        L.add("store", "C", c_el * es)
         launches = [L]
     elif kernel == "online_softmax":
-        elems = sum(block_extent(i, bm, N) * visible_key_rows(i, bm, bn, N, causal) for i in range(tm))
+        elems = tile_sums(N, bm, bn, causal)[2]  # X / P elements of the visible tiles
         L = LaunchIO("_online_softmax_kernel")
         L.add("load", "X", 2 * elems * es)
         L.add("store", "P", elems * es)

@@ -11,7 +11,8 @@ from flashsim.model.attention.flash.forward import round_up
 from flashsim.model.attention.reference import plain_attention, reference_attention, reference_attention_grads
 from flashsim.model.dtypes import round_to
 from flashsim.errors import FlashsimError, MemoryBudgetError, SramCapacityError
-from flashsim.model.attention.closed_forms.flash import fa1_paper_hbm_elements, flash_bytes, tile_sums
+from flashsim.model.attention.closed_forms.flash import fa1_paper_hbm_elements, flash_bytes
+from flashsim.model.attention.visibility import tile_sums
 from flashsim.model.memory import Memory
 from flashsim.model.problem import make_problem
 

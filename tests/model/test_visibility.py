@@ -4,8 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flashsim.model.attention.visibility import (
-    block_extent, block_sizes, causal_mask, first_visible_row_block, n_blocks, tile_visible, visible_col_blocks,
-    visible_key_rows)
+    block_extent, block_sizes, causal_mask, first_visible_row_block, n_blocks, tile_sums, tile_visible,
+    visible_col_blocks, visible_key_rows)
 
 
 def brute(n, br, bc):
@@ -62,3 +62,13 @@ def test_causal_mask_is_elementwise_rule(r0, r, c0, c):
         assert got is None
         got = causal_mask(r0, r, c0, c, always=True)
     assert np.array_equal(got, want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(n=st.integers(1, 70), br=st.integers(1, 80), bc=st.integers(1, 80), causal=st.booleans())
+def test_tile_sums_equal_brute_force(n, br, bc, causal):
+    vis = brute(n, br, bc) if causal else np.ones((n_blocks(n, br), n_blocks(n, bc)), bool)
+    rows, cols = block_sizes(n, br), block_sizes(n, bc)
+    want = (int((vis * rows[:, None]).sum()), int((vis * cols[None, :]).sum()),
+            int((vis * rows[:, None] * cols[None, :]).sum()))
+    assert tile_sums(n, br, bc, causal) == want

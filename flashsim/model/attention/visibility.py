@@ -24,7 +24,8 @@ lies right of every row of it::
 
 so row block i computes the leftmost :func:`visible_col_blocks` column blocks, and column block j is seen by row
 blocks :func:`first_visible_row_block` … Tr − 1. A tile the diagonal crosses is computed and masked element-wise.
-Every user (step mode, count mode, the closed forms, the L2 traces, the kernel view) calls these functions.
+Every user (step mode, count mode, the closed forms, the L2 traces, the kernel view) calls these functions;
+:func:`tile_sums` adds up the three per-tile quantities byte counts are made of.
 
 >>> n_blocks(100, 32), block_sizes(100, 32).tolist()
 (4, [32, 32, 32, 4])
@@ -37,8 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["block_extent", "block_sizes", "causal_mask", "first_visible_row_block", "n_blocks", "tile_visible",
-           "visible_col_blocks", "visible_key_rows"]
+__all__ = ["block_extent", "block_sizes", "causal_mask", "first_visible_row_block", "n_blocks", "tile_sums",
+           "tile_visible", "visible_col_blocks", "visible_key_rows"]
 
 
 def n_blocks(n: int, block: int) -> int:
@@ -100,3 +101,19 @@ def causal_mask(r0: int, r: int, c0: int, c: int, *, always: bool = False) -> np
     if not always and c0 + c - 1 <= r0:
         return None
     return np.arange(c0, c0 + c)[None, :] > np.arange(r0, r0 + r)[:, None]
+
+
+def tile_sums(n: int, block_r: int, block_c: int, causal: bool) -> tuple[int, int, int]:
+    """(Σ tile rows, Σ tile cols, Σ tile rows·cols) over the computed tiles (i, j).
+
+    Σ tile rows counts, for each computed tile, the rows of its Q block (what re-reading Q_i per tile costs);
+    Σ tile cols the rows of its K/V block; Σ rows·cols its S entries (FLOPs).
+    """
+    tr, tc = n_blocks(n, block_r), n_blocks(n, block_c)
+    if not causal:
+        return n * tc, n * tr, n * n
+    i = np.arange(tr, dtype=np.int64)
+    r = block_sizes(n, block_r)  # rows of row block i (last one ragged)
+    j_vis = visible_col_blocks(i, block_r, block_c, n)  # J_i: column blocks 0 … J_i − 1 are computed
+    c_vis = visible_key_rows(i, block_r, block_c, n)  # C_i: key rows they cover
+    return int((r * j_vis).sum()), int(c_vis.sum()), int((r * c_vis).sum())

@@ -18,27 +18,9 @@ FA1's own count (§3.1, Fig. 2 middle) is :func:`fa1_paper_hbm_elements`: 2Nd + 
 """
 from __future__ import annotations
 
-import numpy as np
-
-from flashsim.model.attention.visibility import block_sizes, n_blocks, visible_col_blocks, visible_key_rows
+from flashsim.model.attention.visibility import n_blocks, tile_sums
 
 ACC_BYTES = 4  # fp32 on-chip tiles and accumulators
-
-
-def tile_sums(n: int, block_r: int, block_c: int, causal: bool) -> tuple[int, int, int]:
-    """(Σ tile rows, Σ tile cols, Σ tile rows·cols) over the computed tiles (i, j).
-
-    Σ tile rows counts, for each computed tile, the rows of its Q block (what re-reading Q_i per tile costs);
-    Σ tile cols the rows of its K/V block; Σ rows·cols its S entries (FLOPs).
-    """
-    tr, tc = n_blocks(n, block_r), n_blocks(n, block_c)
-    if not causal:
-        return n * tc, n * tr, n * n
-    i = np.arange(tr, dtype=np.int64)
-    r = block_sizes(n, block_r)  # rows of row block i (last one ragged)
-    j_vis = visible_col_blocks(i, block_r, block_c, n)  # J_i: column blocks 0 … J_i − 1 are computed
-    c_vis = visible_key_rows(i, block_r, block_c, n)  # C_i: key rows they cover
-    return int((r * j_vis).sum()), int(c_vis.sum()), int((r * c_vis).sum())
 
 
 def _result(reads: dict, writes: dict, flops: int, sram: int, init: int) -> dict:
