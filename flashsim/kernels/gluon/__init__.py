@@ -10,6 +10,7 @@ imported lazily and guarded: :func:`available` says whether the path can run, an
 
 - :func:`available` -> (bool, reason)
 - :func:`supports` -> (bool, reason) for given tensors and flags (dtype, head dim, layout)
+- :func:`forward_path` -> ("gluon" or "triton", reason): the path selection for given inputs
 - :func:`gluon_forward` (q, k, v, causal, sm_scale) -> (o, lse), the convention of
   :func:`flashsim.kernels.flash_forward`: o (B, H, N, d) in q's dtype, lse (B, H, N) fp32 natural-log logsumexp
   of each score row, so that the Triton backward (:func:`flashsim.kernels.flash_backward`) can consume it.
@@ -119,6 +120,14 @@ def supports(q, k, v, causal: bool = False) -> tuple[bool, str]:
     return True, "covered"
 
 
+def forward_path(q, k, v, causal: bool = False) -> tuple[str, str]:
+    """Which forward kernel serves these inputs: ("gluon", why) on Hopper when :func:`supports` covers them, else
+    ("triton", why not): the interpreter, a CPU, another GPU, fp32, another head dim. This is the choice
+    :func:`flashsim.kernels.flash_forward` makes when it is called without explicit blocks."""
+    ok, why = supports(q, k, v, causal)
+    return ("gluon", why) if ok else ("triton", why)
+
+
 @functools.lru_cache(maxsize=None)
 def _num_sms(index: int) -> int:
     import torch
@@ -175,4 +184,4 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     return o, lse
 
 
-__all__ = ["available", "supports", "gluon_forward", "HEAD_DIMS", "FWD_CONFIGS"]
+__all__ = ["available", "supports", "forward_path", "gluon_forward", "HEAD_DIMS", "FWD_CONFIGS"]
