@@ -175,6 +175,10 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
     def kv_blocks(i):  # the K/V blocks Q row block i visits
         return range(visible_col_blocks(i, bm, bn, N, causal))
 
+    def kv_stream(h, i):  # a Q row block's walk over K_j, V_j (flash_fwd, _bwd_dq)
+        return [a for j in kv_blocks(i) for a in (Access(("K", h, j), block_extent(j, bn, N) * d * es),
+                                                  Access(("V", h, j), block_extent(j, bn, N) * d * es))]
+
     out = []
     # causal flash_fwd and _bwd_dq launch their Q row blocks last first (the longest programs first)
     q_order = range(tm - 1, -1, -1) if causal else range(tm)
@@ -183,10 +187,7 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         for h in range(bh_n):
             for i in q_order:
                 r = block_extent(i, bm, N)
-                p = [Access(("Q", h, i), r * d * es)]
-                for j in kv_blocks(i):
-                    c = block_extent(j, bn, N) * d * es
-                    p += [Access(("K", h, j), c), Access(("V", h, j), c)]
+                p = [Access(("Q", h, i), r * d * es)] + kv_stream(h, i)
                 p += [Access(("O", h, i), r * d * es, True), Access(("LSE", h, i), r * F32, True)]
                 progs.append(p)
         out.append(("_flash_fwd_kernel", progs))
@@ -215,10 +216,7 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
             for i in q_order:
                 r = block_extent(i, bm, N)
                 p = [Access(("Q", h, i), r * d * es), Access(("DO", h, i), r * d * es),
-                     Access(("LSE", h, i), r * F32), Access(("DELTA", h, i), r * F32)]
-                for j in kv_blocks(i):
-                    c = block_extent(j, bn, N) * d * es
-                    p += [Access(("K", h, j), c), Access(("V", h, j), c)]
+                     Access(("LSE", h, i), r * F32), Access(("DELTA", h, i), r * F32)] + kv_stream(h, i)
                 p.append(Access(("DQ", h, i), r * d * es, True))
                 dq.append(p)
         out.append(("_bwd_dq", dq))
