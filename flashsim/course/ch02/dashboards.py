@@ -47,7 +47,10 @@ class EventStepper(Dashboard):
 
     def apply(self, step: int | None = None) -> dict:
         if step is not None:
-            self.step = int(step)
+            step = int(step)
+            if not 0 <= step < self.n_steps:
+                raise FlashsimError(f"step={step}: this run has steps 0..{self.n_steps - 1}")
+            self.step = step
         reads, writes, written, read = {}, {}, set(), set()
         for e in self.events[: self.step + 1]:
             if e.kind == "load":

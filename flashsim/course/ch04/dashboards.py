@@ -10,21 +10,16 @@ import math
 import numpy as np
 
 from flashsim.course import Table
+from flashsim.course.ch04.figures import OnlineSoftmaxPlot, OverflowPlot
+from flashsim.course.ch04.stepping import ROWS, online_softmax_state
+from flashsim.course.kit.dashboard import Dashboard, choice, float_range, int_range, toggle
 from flashsim.errors import FlashsimError
-from flashsim.course.ch00.dashboards import widget_or_figure
+from flashsim.model.attention.online_softmax import merge, one_shot_softmax_stats, online_softmax_blocks
 
 __all__ = ["ROWS", "OnlineSoftmaxStepper", "OverflowDemo", "merge_table"]
 
-#: the rows the stepper offers
-ROWS = {
-    "worked example [1, 3] then [2, 5]": [1.0, 3.0, 2.0, 5.0],
-    "max grows in every block": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
-    "max in the first block": [9.0, 2.0, 1.0, 3.0, 0.5, 2.5, 1.5, 0.0],
-    "random scores (16)": [round(float(x), 2) for x in np.random.default_rng(4).normal(0, 2, 16)],
-}
 
-
-class OnlineSoftmaxStepper:
+class OnlineSoftmaxStepper(Dashboard):
     """One row of scores read `block` entries at a time, keeping the running max m and sum l (chapter 04).
 
     ``update(step=..., row=..., block=..., rescale=...)``; ``state`` holds, after block ``step``: the running m
@@ -33,18 +28,25 @@ class OnlineSoftmaxStepper:
     rescaled when the max grows.
     """
 
+    plot = OnlineSoftmaxPlot
+    layout = (("row", "block", "rescale"), ("step",))
+
     def __init__(self, row: str = "worked example [1, 3] then [2, 5]", block: int = 2, rescale: bool = True):
         self.row, self.block, self.rescale, self.step = row, block, rescale, 0
         self.state: dict = {}
         self.update()
 
+    def controls(self):
+        return {"row": choice("row", list(ROWS), width="380px"), "block": int_range("block", 1, 8),
+                "rescale": toggle("rescale old l"),
+                "step": int_range("block #", 0, max(self.n_steps - 1, 0), play_ms=900, width="60%")}
+
     @property
     def scores(self) -> list:
         return ROWS[self.row]
 
-    def update(self, step: int | None = None, row: str | None = None, block: int | None = None,
-               rescale: bool | None = None) -> dict:
-        from flashsim.model.attention.online_softmax import one_shot_softmax_stats, online_softmax_blocks
+    def apply(self, step: int | None = None, row: str | None = None, block: int | None = None,
+              rescale: bool | None = None) -> dict:
         if row is not None:
             if row not in ROWS:
                 raise FlashsimError(f"row={row!r}: use one of {list(ROWS)}")
@@ -61,25 +63,20 @@ class OnlineSoftmaxStepper:
                 raise FlashsimError(f"step={step}: this row has blocks 0..{len(self.steps) - 1}")
             self.step = int(step)
         self.step = min(self.step, len(self.steps) - 1)
-        cur = self.steps[self.step]
-        prev_m = self.steps[self.step - 1].m if self.step else -math.inf
-        factor = math.exp(prev_m - cur.m) if prev_m != -math.inf else 0.0
-        exact = one_shot_softmax_stats(self.scores)
-        self.state = {"scores": self.scores, "block": self.block, "step": self.step, "n_blocks": len(self.steps),
-                      "m": cur.m, "l": cur.l, "block_m": cur.block_m, "block_l": cur.block_l,
-                      "rescale_factor": factor, "rescale": self.rescale, "exact_m": exact.m, "exact_l": exact.l,
-                      "history": [(s.m, s.l) for s in self.steps[: self.step + 1]]}
+        self.state = online_softmax_state(self.scores, self.block, self.step, self.rescale, steps=self.steps)
         return self.state
 
     @property
     def n_steps(self) -> int:
-        return len(self.steps)
+        return len(getattr(self, "steps", ())) or 1
 
     def readout(self) -> str:
         s = self.state
         lo = s["step"] * self.block
         blk = self.scores[lo: lo + self.block]
-        resc = (f"old l × e^(m_old − m_new) = × {s['rescale_factor']:.4f}" if s["step"] and self.rescale else
+        resc = (f"old l × e^(m_old − m_new) = {s['prev_l']:.4f} × e^({s['prev_m']:g} − {s['m']:g}) = "
+                f"{s['prev_l']:.4f} × {s['rescale_factor']:.4f} = {s['prev_l'] * s['rescale_factor']:.4f}"
+                if s["step"] and self.rescale else
                 ("<b>old l NOT rescaled (bug)</b>" if s["step"] else "first block: nothing to rescale"))
         done = s["step"] == s["n_blocks"] - 1
         final = (f" Final: l = {s['l']:.4f} vs one-shot {s['exact_l']:.4f} "
@@ -87,47 +84,27 @@ class OnlineSoftmaxStepper:
         return (f"block {s['step'] + 1}/{s['n_blocks']} {blk}: block max m̃ = {s['block_m']:g}, "
                 f"running m = {s['m']:g}; {resc}; running l = {s['l']:.4f}.{final}")
 
-    def figure(self):
-        from flashsim.course.ch04.figures import plot_online_softmax
-        return plot_online_softmax(self.state)
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-        from flashsim.course.ch05.dashboards import play_controls, png_image_widget, set_png
-        text = W.HTML(self.readout())
-        img = png_image_widget(self.figure())
-        row = W.Dropdown(options=list(ROWS), value=self.row, description="row", layout=W.Layout(width="380px"))
-        blk = W.IntSlider(value=self.block, min=1, max=8, description="block")
-        res = W.Checkbox(value=self.rescale, description="rescale old l")
-        box, play, slider = play_controls(self.n_steps, lambda i: redraw(step=i), description="block #",
-                                       interval_ms=900, value=self.step)
-
-        def redraw(**kw):
-            self.update(**kw)
-            slider.max = play.max = self.n_steps - 1   # a new row or block size changes the number of blocks
-            text.value = self.readout()
-            set_png(img, self.figure())
-
-        row.observe(lambda c: (redraw(row=c["new"]), setattr(slider, "value", 0)), names="value")
-        blk.observe(lambda c: (redraw(block=c["new"]), setattr(slider, "value", 0)), names="value")
-        res.observe(lambda c: redraw(rescale=c["new"]), names="value")
-        return W.VBox([W.HBox([row, blk, res]), box, text, img])
+    def plot_args(self) -> dict:
+        return {"state": self.state}
 
 
-class OverflowDemo:
+class OverflowDemo(Dashboard):
     """Softmax of a row of scores up to ``x_max`` in fp16, with and without subtracting the max (chapter 04).
 
     fp16's largest finite value is 65504 = e^11.09: without the max subtracted, e^x is inf for x > 11.09 and the
     softmax is NaN. ``update(x_max=...)``; ``naive_l`` (Σ e^x stored in fp16) and ``safe_l`` (Σ e^(x − m)).
     """
 
+    plot = OverflowPlot
+
     def __init__(self, x_max: float = 12.0, n: int = 8, dtype: str = "fp16"):
         self.n, self.dtype, self.x_max = n, dtype, x_max
         self.update()
 
-    def update(self, x_max: float | None = None) -> dict:
-        from flashsim.model.attention.online_softmax import online_softmax_blocks
+    def controls(self):
+        return {"x_max": float_range("largest score", 2.0, 20.0, 0.25, width="420px")}
+
+    def apply(self, x_max: float | None = None) -> dict:
         if x_max is not None:
             self.x_max = float(x_max)
         self.row = list(np.linspace(self.x_max - 7.0, self.x_max, self.n))
@@ -146,32 +123,13 @@ class OverflowDemo:
                 + f"; with the max subtracted: m = {self.safe_m:.2f}, Σ e^(x − m) = {self.safe_l:.4f} (always ≤ "
                 f"{self.n}, never overflows)")
 
-    def figure(self):
-        from flashsim.course.ch04.figures import plot_fp16_overflow
-        return plot_fp16_overflow(self.row, dtype=self.dtype)
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        text = W.HTML(self.readout())
-        img = png_image_widget(self.figure())
-        xs = W.FloatSlider(value=self.x_max, min=2.0, max=20.0, step=0.25, description="largest score",
-                           continuous_update=False)
-
-        def redraw(change):
-            self.update(x_max=change["new"])
-            text.value = self.readout()
-            set_png(img, self.figure())
-
-        xs.observe(redraw, names="value")
-        return W.VBox([xs, text, img])
+    def plot_args(self) -> dict:
+        return {"row": self.row, "dtype": self.dtype}
 
 
 def merge_table(scores, block: int) -> Table:
     """Each block's own (m̃, l̃), then the blocks combined with the merge ⊕ left to right and as a balanced tree,
     next to the one-shot (m, l): all three agree because ⊕ is associative (chapter 04)."""
-    from flashsim.model.attention.online_softmax import merge, one_shot_softmax_stats
     parts = [one_shot_softmax_stats(scores[i:i + block]) for i in range(0, len(scores), block)]
     rows = [[f"block {k}: {list(scores[k * block:(k + 1) * block])}", p.m, p.l] for k, p in enumerate(parts)]
     seq = parts[0]

@@ -11,47 +11,26 @@ import math
 
 import numpy as np
 
+from flashsim import cpu, kernels   # their kernels load on first use (numba, triton): importing them is cheap
+from flashsim.course.ch06.figures import ContextMemoryPlot, context_memory_args
+from flashsim.course.kit.dashboard import Dashboard, choice, slider
+from flashsim.model.attention.memory_model import attention_memory_bytes, max_context_for
+from flashsim.measure.peak_memory import peak_memory_cpu, peak_memory_gpu
 from flashsim.model.hardware import HBM_CAPACITY_BYTES  # device memory of the presets (re-exported: chapter 06 introduces it)
-from flashsim.course.ch00.dashboards import widget_or_figure
 
 __all__ = ["HBM_CAPACITY_BYTES", "attention_memory_bytes", "max_context_for", "measure_peak_memory",
-           "ContextMemoryDashboard"]
+           "peak_growth_model", "ContextMemoryDashboard"]
 
 GB = 1e9
 
 
-def attention_memory_bytes(algo: str, n: int, d: int, batch_heads: int = 1, elem_bytes: int = 2) -> int:
-    """Bytes one attention layer holds in device memory at its peak (the model of chapter 06).
-
-    Both hold Q, K, V and O: 4·N·d·b per head. Standard attention (Algorithm 0) also materializes S and P:
-    + 2·N²·b per head. FlashAttention only adds the logsumexp L (N fp32 numbers per head, kept for the backward).
-    """
-    per_head = 4 * n * d * elem_bytes
-    if algo in ("naive", "standard"):
-        per_head += 2 * n * n * elem_bytes
-    elif algo in ("flash", "flash1", "flash2"):
-        per_head += 4 * n
-    else:
-        raise ValueError(f"algo={algo!r}: use 'naive' or 'flash'")
-    return int(batch_heads * per_head)
-
-
-def max_context_for(capacity_bytes: float, algo: str, d: int, batch_heads: int = 1, elem_bytes: int = 2) -> int:
-    """Largest N with attention_memory_bytes(algo, N, ...) <= capacity_bytes (solves the quadratic, then steps).
+def peak_growth_model(algo: str, n: int, d: int, elem_bytes: int, score_matrices: int = 2) -> int:
+    """The memory model's peak (:func:`~flashsim.model.attention.memory_model.attention_memory_bytes`) minus the
+    inputs Q, K, V, which exist before a measurement starts: what ``measure_peak_memory`` should see grow.
 
     Introduced in chapter 06.
     """
-    c = capacity_bytes / batch_heads
-    if algo in ("naive", "standard"):
-        a, b = 2 * elem_bytes, 4 * d * elem_bytes
-        n = int((-b + math.sqrt(b * b + 4 * a * c)) / (2 * a))
-    else:
-        n = int(c // (4 * d * elem_bytes + 4))
-    while attention_memory_bytes(algo, n + 1, d, batch_heads, elem_bytes) <= capacity_bytes:
-        n += 1
-    while n > 0 and attention_memory_bytes(algo, n, d, batch_heads, elem_bytes) > capacity_bytes:
-        n -= 1
-    return n
+    return attention_memory_bytes(algo, n, d, 1, elem_bytes, score_matrices=score_matrices) - 3 * n * d * elem_bytes
 
 
 def measure_peak_memory(ns=(512, 1024, 2048, 4096), d: int = 64, seed: int = 0) -> dict:
@@ -71,9 +50,7 @@ def measure_peak_memory(ns=(512, 1024, 2048, 4096), d: int = 64, seed: int = 0) 
     out = {"ns": list(ns), "naive": [], "flash": [], "naive_model": [], "flash_model": []}
     rng = np.random.default_rng(seed)
     if gpu:
-        from flashsim.kernels import flash_forward
-        from flashsim.measure.peak_memory import peak_memory_gpu
-
+        flash_forward = kernels.flash_forward
         def naive(q, k, v):
             return torch.softmax((q @ k.transpose(-1, -2)) / math.sqrt(d), dim=-1) @ v
 
@@ -85,13 +62,12 @@ def measure_peak_memory(ns=(512, 1024, 2048, 4096), d: int = 64, seed: int = 0) 
             q, k, v = (torch.randn(1, 1, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
             out["naive"].append(peak_memory_gpu(naive, q, k, v))
             out["flash"].append(peak_memory_gpu(flash_forward, q, k, v))
-            # model: S and P (fp16) exist together while softmax runs (O comes after S is freed); flash: O + L
-            out["naive_model"].append(2 * n * n * 2)
-            out["flash_model"].append(n * d * 2 + 4 * n)
+            # the memory model: S and P (fp16) and O; flash: O and the logsumexp L
+            out["naive_model"].append(peak_growth_model("naive", n, d, 2))
+            out["flash_model"].append(peak_growth_model("flash", n, d, 2))
             del q, k, v
     else:
-        from flashsim.cpu import flash_attention_cpu, flash_extra_bytes, naive_attention_numpy, naive_extra_bytes
-        from flashsim.measure.peak_memory import peak_memory_cpu
+        flash_attention_cpu, naive_attention_numpy = cpu.flash_attention_cpu, cpu.naive_attention_numpy
 
         out["backend"] = "CPU, float32, tracemalloc (numpy naive vs numba flash)"
         warm = rng.standard_normal((64, d), dtype=np.float32)
@@ -100,12 +76,14 @@ def measure_peak_memory(ns=(512, 1024, 2048, 4096), d: int = 64, seed: int = 0) 
             q, k, v = (rng.standard_normal((n, d), dtype=np.float32) for _ in range(3))
             out["naive"].append(peak_memory_cpu(naive_attention_numpy, q, k, v))
             out["flash"].append(peak_memory_cpu(flash_attention_cpu, q, k, v))
-            out["naive_model"].append(naive_extra_bytes(n, d) + 4 * n * d)   # S (in place) + O
-            out["flash_model"].append(flash_extra_bytes(n, d) + 4 * n * d)   # O(N·d) workspaces + O
+            # numpy overwrites S with P: one float32 N×N matrix, and O
+            out["naive_model"].append(peak_growth_model("naive", n, d, 4, score_matrices=1))
+            # the numba kernel's own O(N·d) workspaces (counted from its array shapes), and O
+            out["flash_model"].append(cpu.flash_extra_bytes(n, d) + 4 * n * d)
     return out
 
 
-class ContextMemoryDashboard:
+class ContextMemoryDashboard(Dashboard):
     """How long a context fits in one GPU's memory, per attention layer, standard vs FlashAttention.
 
     state after ``update``: ``max_n`` {"naive": N, "flash": N}, ``capacity_bytes``; ``figure()`` draws memory vs N.
@@ -113,11 +91,19 @@ class ContextMemoryDashboard:
     Introduced in chapter 06.
     """
 
+    plot = ContextMemoryPlot
+    figure_class = "flashsim-context-memory-plot"
+    BATCH_HEADS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
     def __init__(self, device: str = "h200", batch_heads: int = 32, d: int = 128, elem_bytes: int = 2):
         self.device, self.batch_heads, self.d, self.elem_bytes = device, batch_heads, d, elem_bytes
         self.update()
 
-    def update(self, device: str | None = None, batch_heads: int | None = None, d: int | None = None) -> dict:
+    def controls(self):
+        return {"device": choice("device", sorted(HBM_CAPACITY_BYTES)),
+                "batch_heads": slider("heads × batch", self.BATCH_HEADS), "d": slider("d", (64, 128, 256))}
+
+    def apply(self, device: str | None = None, batch_heads: int | None = None, d: int | None = None) -> dict:
         self.device = device or self.device
         if self.device not in HBM_CAPACITY_BYTES:
             raise ValueError(f"device={self.device!r}: use one of {sorted(HBM_CAPACITY_BYTES)}")
@@ -134,33 +120,5 @@ class ContextMemoryDashboard:
                 f"FlashAttention N ≤ {self.max_n['flash']:,} "
                 f"({self.max_n['flash'] / max(self.max_n['naive'], 1):,.0f}× longer)")
 
-    def figure(self):
-        from flashsim.course.ch06.figures import plot_context_memory
-        ns = np.unique(np.logspace(9, 24, 61, base=2).astype(np.int64))
-        curves = {a: [attention_memory_bytes(a, int(n), self.d, self.batch_heads, self.elem_bytes) for n in ns]
-                  for a in ("naive", "flash")}
-        return plot_context_memory(ns, curves, self.capacity_bytes, self.max_n,
-                                   title=f"one attention layer on {self.device}: heads×batch = {self.batch_heads}, "
-                                         f"d={self.d}")
-
-    @widget_or_figure
-    def show(self):
-        import ipywidgets as W
-        from flashsim.course.ch05.dashboards import png_image_widget, set_png
-        dev = W.Dropdown(options=sorted(HBM_CAPACITY_BYTES), value=self.device, description="device")
-        bh = W.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=self.batch_heads,
-                               description="heads×batch", continuous_update=False,
-                               style={"description_width": "initial"})
-        d = W.SelectionSlider(options=[64, 128, 256], value=self.d, description="d", continuous_update=False)
-        text = W.HTML(self.readout())
-        img = png_image_widget(self.figure(), "flashsim-context-memory-plot")
-
-        def redraw(_):
-            self.update(device=dev.value, batch_heads=bh.value, d=d.value)
-            text.value = self.readout()
-            set_png(img, self.figure())
-
-        for w in (dev, bh, d):
-            w.observe(redraw, names="value")
-        self._widgets = {"device": dev, "batch_heads": bh, "d": d, "readout": text, "image": img}
-        return W.VBox([W.HBox([dev, bh, d]), text, img])
+    def plot_args(self) -> dict:
+        return context_memory_args(self.device, self.batch_heads, self.d, self.elem_bytes)

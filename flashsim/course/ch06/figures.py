@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_peak_memory", "plot_context_memory", "figure_context_memory"]
+from flashsim.course.kit.plotting import LivePlot, new_figure
+from flashsim.model.attention.memory_model import attention_memory_bytes, max_context_for
+from flashsim.model.hardware import HBM_CAPACITY_BYTES
+
+__all__ = ["ContextMemoryPlot", "plot_peak_memory", "plot_context_memory", "context_memory_args",
+           "figure_context_memory"]
 
 
 def plot_peak_memory(measured: dict, title: str = ""):
@@ -13,8 +18,7 @@ def plot_peak_memory(measured: dict, title: str = ""):
 
     Introduced in chapter 06.
     """
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(6.4, 4))
+    fig = new_figure((6.4, 4))
     ax = fig.add_subplot()
     ns = np.asarray(measured["ns"], float)
     for key, color, label in (("naive", "#d62728", "naive (S materialized)"), ("flash", "#1f77b4", "flash")):
@@ -34,33 +38,79 @@ def plot_peak_memory(measured: dict, title: str = ""):
     return fig
 
 
-def plot_context_memory(ns, curves: dict, capacity_bytes: float, max_n: dict, title: str = ""):
-    """Memory of one attention layer vs N for each algorithm, the device capacity, and the longest N that fits.
+class ContextMemoryPlot(LivePlot):
+    """Memory of one attention layer vs N for each algorithm, the device capacity, and the longest N that fits;
+    every control moves the curves and markers in place.
 
     Introduced in chapter 06.
     """
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(6.4, 4))
-    ax = fig.add_subplot()
-    colors = {"naive": "#d62728", "flash": "#1f77b4"}
-    names = {"naive": "standard (S, P in HBM)", "flash": "FlashAttention"}
-    for algo, ys in curves.items():
-        ax.plot(ns, np.asarray(ys, float) / 1e9, color=colors.get(algo), label=names.get(algo, algo))
-        if algo in max_n:
-            ax.axvline(max_n[algo], color=colors.get(algo), linestyle=":", linewidth=1)
-            ax.text(max_n[algo], capacity_bytes / 1e9 * 1.3, f"N ≤ {max_n[algo]:,}", rotation=90, fontsize=7,
-                    color=colors.get(algo), ha="right", va="bottom")
-    ax.axhline(capacity_bytes / 1e9, color="black", linewidth=1)
-    ax.text(ns[0], capacity_bytes / 1e9, f" device memory {capacity_bytes / 1e9:.0f} GB", fontsize=8, va="bottom")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_ylim(top=capacity_bytes / 1e9 * 1e3)
-    ax.set_xlabel("sequence length N")
-    ax.set_ylabel("memory of one attention layer (GB)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    return fig
+
+    figsize = (6.4, 4)
+    _COLORS = {"naive": "#d62728", "flash": "#1f77b4"}
+    _NAMES = {"naive": "standard (S, P in HBM)", "flash": "FlashAttention"}
+
+    def draw(self, fig, ns, curves, capacity_bytes, max_n, title=""):
+        ax = self._ax = fig.add_subplot()
+        self._curves, self._limits = {}, {}
+        for algo, ys in curves.items():
+            color = self._COLORS.get(algo)
+            (self._curves[algo],) = ax.plot(ns, np.asarray(ys, float) / 1e9, color=color,
+                                            label=self._NAMES.get(algo, algo))
+            if algo in max_n:
+                self._limits[algo] = (ax.axvline(max_n[algo], color=color, linestyle=":", linewidth=1),
+                                      ax.text(max_n[algo], 0, "", rotation=90, fontsize=7, color=color,
+                                              ha="right", va="bottom"))
+        self._cap = ax.axhline(capacity_bytes / 1e9, color="black", linewidth=1)
+        self._cap_text = ax.text(ns[0], capacity_bytes / 1e9, "", fontsize=8, va="bottom")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length N")
+        ax.set_ylabel("memory of one attention layer (GB)")
+        self._title = ax.set_title("", fontsize=9)
+        ax.legend(fontsize=8, loc="lower right")
+        self._show(ns, curves, capacity_bytes, max_n, title)
+
+    def _show(self, ns, curves, capacity_bytes, max_n, title):
+        cap = capacity_bytes / 1e9
+        for algo, ys in curves.items():
+            self._curves[algo].set_ydata(np.asarray(ys, float) / 1e9)
+        for algo, (line, text) in self._limits.items():
+            line.set_xdata([max_n[algo]] * 2)
+            text.set_position((max_n[algo], cap * 1.3))
+            text.set_text(f"N ≤ {max_n[algo]:,}")
+        self._cap.set_ydata([cap] * 2)
+        self._cap_text.set_y(cap)
+        self._cap_text.set_text(f" device memory {cap:.0f} GB")
+        self._title.set_text(title)
+        self._ax.relim()
+        self._ax.autoscale_view()
+        self._ax.set_ylim(top=cap * 1e3)
+
+    def refresh(self, ns, curves, capacity_bytes, max_n, title=""):
+        if list(ns) != list(self.args["ns"]) or list(curves) != list(self.args["curves"]) or (
+                set(max_n) != set(self.args["max_n"])):
+            return False
+        self._show(ns, curves, capacity_bytes, max_n, title)
+        return True
+
+
+def plot_context_memory(ns, curves: dict, capacity_bytes: float, max_n: dict, title: str = ""):
+    """:class:`ContextMemoryPlot` as a Figure. Introduced in chapter 06."""
+    return ContextMemoryPlot(ns=list(ns), curves=curves, capacity_bytes=capacity_bytes, max_n=max_n, title=title).fig
+
+
+#: the sequence lengths of the context-memory plot (2^9 ... 2^24)
+CONTEXT_NS = tuple(int(n) for n in np.unique(np.logspace(9, 24, 61, base=2).astype(np.int64)))
+
+
+def context_memory_args(device: str, batch_heads: int, d: int, elem_bytes: int = 2) -> dict:
+    """The arguments of :class:`ContextMemoryPlot` from the memory model, for one device and problem."""
+    cap = HBM_CAPACITY_BYTES[device]
+    curves = {a: [attention_memory_bytes(a, n, d, batch_heads, elem_bytes) for n in CONTEXT_NS]
+              for a in ("naive", "flash")}
+    max_n = {a: max_context_for(cap, a, d, batch_heads, elem_bytes) for a in ("naive", "flash")}
+    return {"ns": list(CONTEXT_NS), "curves": curves, "capacity_bytes": cap, "max_n": max_n,
+            "title": f"one attention layer on {device}: heads×batch = {batch_heads}, d={d}"}
 
 
 def figure_context_memory():
@@ -71,5 +121,4 @@ def figure_context_memory():
 
     Introduced in chapter 06.
     """
-    from flashsim.course.ch06.dashboards import ContextMemoryDashboard
-    return ContextMemoryDashboard(device="h200", batch_heads=32, d=128).figure()
+    return ContextMemoryPlot(**context_memory_args("h200", 32, 128)).fig

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from flashsim.errors import FlashsimError
 from flashsim.course.kit.plotting import LivePlot
-from flashsim.course.kit.render import FigureView, has_ipywidgets, static_view
+from flashsim.course.kit.render import LIVE_DPI, FigureView, has_ipywidgets, static_view
 
 __all__ = ["Control", "Dashboard", "choice", "slider", "int_range", "float_range", "log_range", "toggle"]
 
@@ -166,6 +166,9 @@ def toggle(label: str, **kw) -> Control:
     return Control("toggle", label, **kw)
 
 
+_FIXED_KINDS = ("choice", "slider", "toggle")
+
+
 class _View:
     """The widgets of one ``show()``: controls by name, their Play buttons, the readout, the figure."""
 
@@ -190,6 +193,7 @@ class _View:
         if dash.readout_class:
             self.readout.add_class(dash.readout_class)
         self.plot = dash.plot(**dash.plot_args())
+        self.plot.set_dpi(LIVE_DPI)
         self.figure = FigureView(self.plot.fig, dash.figure_class)
         rows = [tuple(r) for r in (dash.layout or (tuple(specs),))]
         placed = {n for r in rows for n in r}
@@ -266,7 +270,12 @@ class Dashboard:
             if len(args) > len(names):
                 raise FlashsimError(f"update takes at most {len(names)} positional values ({', '.join(names)})")
             changes = {**dict(zip(names, args)), **changes}
-        changes = {k: (specs[k].check(k, v) if k in specs else v) for k, v in changes.items() if v is not None}
+        changes = {k: v for k, v in changes.items() if v is not None}
+        alone = sum(k in specs for k in changes) == 1
+        # a range may depend on another control changed in the same call (a new row has another number of
+        # steps): then apply() validates the range control against the new state
+        changes = {k: (specs[k].check(k, v) if k in specs and (alone or specs[k].kind in _FIXED_KINDS) else v)
+                   for k, v in changes.items()}
         if not self._views:
             return self.apply(**changes)
         view = self._views[-1]

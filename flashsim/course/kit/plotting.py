@@ -23,6 +23,11 @@ def figure_to_png(fig, dpi: int = 80) -> bytes:
     return buf.getvalue()
 
 
+def _DEFAULT_SUBPLOT_PARAMS() -> dict:
+    from matplotlib import rcParams
+    return {k: rcParams[f"figure.subplot.{k}"] for k in ("left", "right", "bottom", "top", "wspace", "hspace")}
+
+
 class LivePlot:
     """A figure drawn once for some arguments, then changed in place when they change.
 
@@ -63,10 +68,16 @@ class LivePlot:
             self.args = args
             return "refresh"
         self.fig.clear()
+        self.fig.subplots_adjust(**_DEFAULT_SUBPLOT_PARAMS())   # lay out from where a fresh figure starts
         self.args = args
         self.draw(self.fig, **args)
         self._layout()
         return "redraw"
+
+    def set_dpi(self, dpi: float) -> None:
+        """Show the figure at `dpi` (the live figure on the page), laid out again at that resolution."""
+        self.fig.set_dpi(dpi)
+        self._layout()
 
     def _layout(self) -> None:
         if self.tight:

@@ -68,7 +68,8 @@ class FigureView:
         self.fig = fig
         self.mode = mode or ("ipympl" if has_ipympl() else "image")
         self.frames = 0
-        fig.set_dpi(LIVE_DPI)
+        if fig.dpi != LIVE_DPI:
+            fig.set_dpi(LIVE_DPI)
         if self.mode == "ipympl":
             from ipympl.backend_nbagg import Canvas, FigureManager
             canvas = Canvas(fig)
