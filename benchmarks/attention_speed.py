@@ -23,12 +23,8 @@ and its output (and dq, dk, dv in bwd) on a slice (batch 0, heads 0-1, all N row
 in the same dtype. ``--sweep``: with the budget left after the grid, our kernels at other block sizes, warps and
 pipeline stages (fp16, N=8192), as tuning data.
 
-``--bwd-dq-mode {separate,atomic,both}`` (default: both on a GPU, separate otherwise): which backward ``ours`` runs.
-``separate`` is flash_backward's default (dK/dV kernel, then a dQ kernel). ``atomic`` is the opt-in FA2 backward
-(dQ by fp32 atomic adds from the dK/dV pass, ``flash_backward(..., dq_mode="atomic")``): the ``ours`` column is
-then that variant. ``both``: ``ours`` stays the default, and every bwd row also checks and times ``ours_atomic``
-(JSON keys ``ms``/``tflops``/``ratio_atomic``/``check``; one extra line under the row, an extra summary line and
-a markdown section); the bwd sweep configs run for both variants.
+The FA2 backward with dQ by atomic adds, which earlier runs timed here as ``ours_atomic``, is an experiment now:
+``benchmarks/experiments/atomic_bwd.py``.
 
 Here (no GPU): draw the figure and the markdown table from a results file:
 
@@ -111,18 +107,9 @@ def _ours(q, k, v, causal):
     return flash_forward(q, k, v, causal=causal)[0]
 
 
-def _ours_atomic(q, k, v, causal):
-    from flashsim.kernels import attention, flash_forward
-    if q.requires_grad:
-        return attention(q, k, v, causal=causal, dq_mode="atomic")
-    return flash_forward(q, k, v, causal=causal)[0]
-
-
 def implementation(name):
     if name == "ours":
         return _ours
-    if name == "ours_atomic":                  # the opt-in FA2 backward: dQ by atomic adds
-        return _ours_atomic
     if name == "naive":
         return _naive
     if name == "torch":                        # torch's own choice of backend: the error yardstick
@@ -135,15 +122,13 @@ def _rel_err(x, ref) -> float:
     return float((x.double() - ref).norm() / ref.norm())
 
 
-def check_correct(q, k, v, do, causal, mode, impls, override=None) -> dict:
+def check_correct(q, k, v, do, causal, mode, impls) -> dict:
     """Errors vs float64 math SDPA on batch 0, heads 0-1 of the row's inputs; ours must be <= 2x torch's own.
 
     Each implementation runs on the full inputs (the very launch configuration that is timed next, so no extra
     compile); only its slice of o (and dq, dk, dv) is compared with the float64 reference of that slice.
-    ``override``: {name: implementation name} (``--bwd-dq-mode atomic``: {"ours": "ours_atomic"}).
     """
     import torch
-    override = override or {}
     need_grad = mode == "bwd"
 
     def outputs(fn, xs, g, part):
@@ -161,7 +146,7 @@ def check_correct(q, k, v, do, causal, mode, impls, override=None) -> dict:
     res = {}
     for name in ("torch",) + tuple(impls):
         try:
-            out = outputs(implementation(override.get(name, name)), (q, k, v), do, sl)
+            out = outputs(implementation(name), (q, k, v), do, sl)
             res[name] = {key: _rel_err(val, ref[key]) for key, val in out.items()}
             res[name]["finite"] = all(bool(torch.isfinite(val).all()) for val in out.values())
             del out
@@ -171,19 +156,12 @@ def check_correct(q, k, v, do, causal, mode, impls, override=None) -> dict:
     ok = "error" not in ours and ours.get("finite", False) and "error" not in yard and all(
         ours[key] <= 2 * yard[key] for key in ref)
     res["pass"] = bool(ok)
-    if "ours_atomic" in res:
-        at = res["ours_atomic"]
-        res["pass_ours_atomic"] = bool("error" not in at and at.get("finite", False) and "error" not in yard
-                                       and all(at[key] <= 2 * yard[key] for key in ref))
     return res
 
 
-def time_row(row: dict, impls=IMPLS, timer=None, naive_max_n: int = 4096, device=None, warmup=10, rep=40,
-             bwd_dq_mode: str = "separate") -> dict:
-    """Check and time one row; returns the row with 'ms', 'tflops', 'errors', ratios and target verdicts.
-
-    ``bwd_dq_mode`` (bwd rows only): "separate" (default), "atomic" (``ours`` runs the atomic-dQ backward) or
-    "both" (``ours`` the default, plus ``ours_atomic``)."""
+def time_row(row: dict, impls=IMPLS, timer=None, naive_max_n: int = 4096, device=None, warmup=10,
+             rep=40) -> dict:
+    """Check and time one row; returns the row with 'ms', 'tflops', 'errors', ratios and target verdicts."""
     import torch
     from flashsim.measure import bench
     timer = timer or (lambda fn: bench(fn, warmup=warmup, rep=rep))
@@ -193,21 +171,14 @@ def time_row(row: dict, impls=IMPLS, timer=None, naive_max_n: int = 4096, device
     dtype = getattr(torch, row["dtype"])
     B, H, N, d, causal, mode = row["batch"], row["heads"], row["n"], row["d"], row["causal"], row["mode"]
     impls = [i for i in impls if not (i == "naive" and N > naive_max_n)]
-    override = {}
-    if mode == "bwd" and bwd_dq_mode == "atomic":
-        override = {"ours": "ours_atomic"}
-    elif mode == "bwd" and bwd_dq_mode == "both":
-        impls = impls + ["ours_atomic"]
     torch.manual_seed(zlib.crc32(repr(sorted(row.items())).encode()))      # fresh random inputs each row
     q, k, v, do = (torch.randn(B, H, N, d, device=device, dtype=dtype) for _ in range(4))
     out = dict(row)
     out["flops"] = flops(mode, B, H, N, d, causal)
-    if mode == "bwd" and bwd_dq_mode != "separate":
-        out["bwd_dq_mode"] = bwd_dq_mode
-    out["check"] = check_correct(q, k, v, do, causal, mode, impls, override)
+    out["check"] = check_correct(q, k, v, do, causal, mode, impls)
     out["ms"], out["errors"] = {}, {}
     for name in impls:
-        fn = implementation(override.get(name, name))
+        fn = implementation(name)
         try:
             if mode == "fwd":
                 with torch.no_grad():
@@ -240,19 +211,7 @@ def add_verdicts(r: dict) -> dict:
             if mode == r["mode"]:
                 got = r["ratio"].get(base)
                 r["targets"][base] = {"need": need, "got": got, "met": got is not None and got >= need}
-    if "ours_atomic" in ms and ms["ours_atomic"] > 0:       # --bwd-dq-mode both
-        r["ratio_atomic"] = {b: ms[b] / ms["ours_atomic"] for b in ("ours", "flash", "cudnn", "efficient", "naive")
-                             if b in ms}
     return r
-
-
-def atomic_line(r: dict) -> str:
-    """The extra line under a bwd row timed with --bwd-dq-mode both: ours with atomic dQ."""
-    ra = r.get("ratio_atomic", {})
-    ok = r["check"].get("pass_ours_atomic")
-    return (f"     ours_atomic (dq_mode=atomic): {fmt(r.get('tflops', {}).get('ours_atomic')):>6} TFLOP/s | "
-            f"ours_atomic/flash {fmt(ra.get('flash'), '.2f')} | atomic vs separate {fmt(ra.get('ours'), '.2f')}x | "
-            f"{'ok' if ok else 'BAD'}")
 
 
 #: configurations of our kernels tried after the grid, with whatever budget is left (GPU tuning data):
@@ -261,8 +220,7 @@ SWEEP = [("fwd", 128, 64, 4, 3), ("fwd", 128, 128, 8, 3), ("fwd", 128, 64, 8, 4)
          ("bwd", 64, 64, 4, 3), ("bwd", 32, 128, 4, 4), ("bwd", 128, 64, 8, 3), ("bwd", 64, 128, 8, 2)]
 
 
-def sweep_one(mode, d, causal, bm, bn, warps, stages, n=8192, dtype="float16", timer=None, device="cuda",
-              dq_mode="separate"):
+def sweep_one(mode, d, causal, bm, bn, warps, stages, n=8192, dtype="float16", timer=None, device="cuda"):
     """Time our fwd or bwd at one (block_m, block_n, num_warps, num_stages); error vs SDPA flash's output."""
     import torch
     from flashsim.kernels import flash_backward, flash_forward
@@ -273,8 +231,6 @@ def sweep_one(mode, d, causal, bm, bn, warps, stages, n=8192, dtype="float16", t
     q, k, v, do = (torch.randn(B, H, n, d, device=device, dtype=getattr(torch, dtype)) for _ in range(4))
     kw = dict(causal=causal, block_m=bm, block_n=bn, num_warps=warps, num_stages=stages)
     o, lse = flash_forward(q, k, v, **kw) if mode == "fwd" else flash_forward(q, k, v, causal=causal)
-    if mode == "bwd" and dq_mode != "separate":
-        kw["dq_mode"] = dq_mode
     ref = implementation("flash")(q, k, v, causal)
     if mode == "fwd":
         ms = timer(lambda: flash_forward(q, k, v, **kw))
@@ -288,8 +244,6 @@ def sweep_one(mode, d, causal, bm, bn, warps, stages, n=8192, dtype="float16", t
     f = flops(mode, B, H, n, d, causal)
     out = dict(mode=mode, dtype=dtype, d=d, causal=causal, n=n, block_m=bm, block_n=bn, num_warps=warps,
                num_stages=stages, ms=float(ms), tflops=f / ms / 1e9, err_vs_sdpa_flash=err)
-    if "dq_mode" in kw:
-        out["dq_mode"] = dq_mode
     return out
 
 
@@ -334,8 +288,6 @@ def table(rows: list[dict]) -> str:
 def run(args) -> dict:
     import torch
     from tqdm import tqdm
-    if getattr(args, "bwd_dq_mode", None) is None:
-        args.bwd_dq_mode = "both" if torch.cuda.is_available() else "separate"
     rows = make_grid(args.quick)
     if args.only_dtype:
         rows = [r for r in rows if r["dtype"] == args.only_dtype]
@@ -354,14 +306,11 @@ def run(args) -> dict:
             result["skipped"] = rows[i:]
             bar.write(f"budget of {args.budget_s:.0f} s spent: {len(rows) - i} rows not run")
             break
-        r = time_row(row, naive_max_n=args.naive_max_n, warmup=args.warmup, rep=args.rep,
-                     bwd_dq_mode=args.bwd_dq_mode)
+        r = time_row(row, naive_max_n=args.naive_max_n, warmup=args.warmup, rep=args.rep)
         r["elapsed_s"] = round(time.time() - t0, 1)
         result["rows"].append(r)
         save(result, path)
         bar.write(table([r]).splitlines()[-1] + (f"  errors: {r['errors']}" if r["errors"] else ""))
-        if "ratio_atomic" in r:
-            bar.write(atomic_line(r))
         torch.cuda.empty_cache() if torch.cuda.is_available() else None
     else:
         result["complete"] = True
@@ -369,19 +318,15 @@ def run(args) -> dict:
     if args.sweep and result["complete"]:
         todo = [(m, d, c) + cfg[1:] for cfg in SWEEP for d in (64, 128) for c in (False, True)
                 for m in (cfg[0],)]
-        dq_modes = {"separate": ["separate"], "atomic": ["atomic"], "both": ["separate", "atomic"]}[args.bwd_dq_mode]
-        todo = [(cfg, dqm) for cfg in todo for dqm in (dq_modes if cfg[0] == "bwd" else ["separate"])]
-        for cfg, dqm in todo:
+        for cfg in todo:
             if time.time() - t0 > args.budget_s:
                 bar.write(f"budget spent: {len(todo) - len(result['sweep'])} sweep configs not run")
                 break
             try:
-                r = sweep_one(*cfg, dq_mode=dqm)
+                r = sweep_one(*cfg)
             except Exception as exc:
                 r = dict(zip(("mode", "d", "causal", "block_m", "block_n", "num_warps", "num_stages"), cfg),
                          error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
-                if dqm != "separate":
-                    r["dq_mode"] = dqm
             result["sweep"].append(r)
             save(result, path)
             print("sweep", json.dumps(r), flush=True)
@@ -389,9 +334,6 @@ def run(args) -> dict:
     save(result, path)
     print(f"\nwrote {path} ({len(result['rows'])}/{len(rows)} rows, {result['wall_s']} s)\n")
     print(table(result["rows"]))
-    for r in result["rows"]:
-        if "ratio_atomic" in r:
-            print(f"bwd {r['dtype']} d={r['d']} causal={r['causal']} N={r['n']}:" + atomic_line(r)[4:])
     print(summary(result))
     return result
 
@@ -407,14 +349,6 @@ def summary(result: dict) -> str:
         if got:
             lines.append(f"  {mode} ours/{base} >= {need}: {sum(g >= need for g in got)}/{len(got)} rows; "
                          f"min {min(got):.2f}, median {sorted(got)[len(got) // 2]:.2f}, max {max(got):.2f}")
-    at = [r for r in rows if "ratio_atomic" in r and r["n"] >= TARGET_MIN_N]
-    for base, label in (("flash", "bwd ours_atomic/flash >= 1.1"), ("ours", "bwd ours_atomic/ours (speed-up)")):
-        got = [r["ratio_atomic"][base] for r in at if base in r["ratio_atomic"]]
-        if got:
-            met = f"{sum(g >= TARGETS[('bwd', 'flash')] for g in got)}/{len(got)} rows; " if base == "flash" else ""
-            lines.append(f"  {label}: {met}min {min(got):.2f}, median {sorted(got)[len(got) // 2]:.2f}, "
-                         f"max {max(got):.2f} ({len(got)} rows, N >= {TARGET_MIN_N}; dq_mode=atomic, not in the "
-                         "targets above)")
     return "\n".join(lines)
 
 
@@ -484,21 +418,12 @@ def markdown(result: dict, json_name: str) -> str:
                    f"{r['heads']} | " + " | ".join(fmt(t.get(i)) for i in IMPLS) + " | "
                    f"{fmt(r['ratio'].get('flash'), '.2f')} | {fmt(r['ratio'].get('cudnn'), '.2f')} | "
                    f"{'yes' if r['check']['pass'] else 'NO'} | {tg or '-'} |")
-    at = [r for r in result["rows"] if "ratio_atomic" in r]
-    if at:
-        out += ["", "## Backward with dQ by atomic adds (`--bwd-dq-mode both`: `ours_atomic`, dq_mode=\"atomic\")",
-                "", "| dtype | d | causal | N | ours (separate) | ours_atomic | flash | ours_atomic/flash | "
-                "ours_atomic/ours | correct |", "|" + "---|" * 10]
-        out += [f"| {r['dtype']} | {r['d']} | {r['causal']} | {r['n']} | {fmt(r['tflops'].get('ours'))} | "
-                f"{fmt(r['tflops'].get('ours_atomic'))} | {fmt(r['tflops'].get('flash'))} | "
-                f"{fmt(r['ratio_atomic'].get('flash'), '.2f')} | {fmt(r['ratio_atomic'].get('ours'), '.2f')} | "
-                f"{'yes' if r['check'].get('pass_ours_atomic') else 'NO'} |" for r in at]
     sweep = result.get("sweep") or []
     if sweep:
         out += ["", "## Sweep: our kernels at other block sizes / warps / stages (fp16, N=8192, B=2)", "",
                 "| mode | d | causal | block_m | block_n | num_warps | num_stages | TFLOP/s | error vs SDPA-flash |",
                 "|" + "---|" * 9]
-        out += [f"| {w['mode']}{' (atomic dQ)' if w.get('dq_mode') == 'atomic' else ''} | {w['d']} | {w['causal']} | "
+        out += [f"| {w['mode']} | {w['d']} | {w['causal']} | "
                 f"{w['block_m']} | {w['block_n']} | {w['num_warps']} | "
                 f"{w['num_stages']} | {fmt(w.get('tflops'))} | {fmt(w.get('err_vs_sdpa_flash'), '.1e')} |"
                 for w in sweep]
@@ -523,9 +448,6 @@ def main(argv=None):
     ap.add_argument("--naive-max-n", type=int, default=4096, help="naive (O(N^2) memory) only up to this N")
     ap.add_argument("--sweep", action="store_true",
                     help="after the grid, with the budget left: time our kernels at other blocks/warps/stages")
-    ap.add_argument("--bwd-dq-mode", choices=("separate", "atomic", "both"), default=None,
-                    help="bwd: our default dQ kernel (separate), the FA2 atomic-dQ variant (atomic: the ours "
-                    "column), or both side by side (ours + ours_atomic); default: both on a GPU, else separate")
     ap.add_argument("--command", help="the command line to record (default: this process's argv)")
     ap.add_argument("--plot-only", metavar="FILE.json", help="no timing: draw --figure (and --markdown) from FILE")
     ap.add_argument("--figure", default=os.path.join(HERE, "figures", "speed_h200.png"))

@@ -4,16 +4,15 @@ warps, pipeline stages and pointer vs tensor-descriptor (TMA) loads.
     PYTHONPATH=$PWD python benchmarks/tune_attention.py --out $OUT [--wide] [--n 4096] [--budget-s 480]
 
 ``--wide``: the first sweep's grid (pointer loads; it chose flashsim.kernels._common.TUNED_H200). Default: the
-configurations near its winners, each with pointer loads and with TMA. ``--pingpong --kernels fwd,fwd_pp``: the
-experimental two-half-tile forward below next to the package forward (it did not help on the H200).
+configurations near its winners, each with pointer loads and with TMA. Experimental kernels (forward variants,
+ping-pong, the atomic-dQ backward) are timed by ``benchmarks/experiments/tune_experiments.py``, which reuses this
+script's machinery through :func:`main`'s ``experiments`` argument.
 
 Shapes: fp16, d in {64, 128}, causal or not, N = --n, batch = 16384/N, heads = 2048/d (the speed grid's shapes).
 Kernels, each launched directly (flashsim.kernels' own jit functions):
   fwd     _flash_fwd_kernel (flash_forward)            BLOCK_M x BLOCK_N x warps x stages (x TMA)
-  fwdx    benchmarks/fwd_variants.py (experiments)     as fwd, TMA, plus warp specialization, one loop, persistent
   dkdv    _bwd_dkdv (flash_backward's K/V pass)         BLOCK_M (streamed Q rows) x BLOCK_N (resident K/V rows)
   dq      _bwd_dq   (flash_backward's Q pass)           BLOCK_M (resident Q rows) x BLOCK_N (streamed K/V rows)
-  atomic  _bwd_dkdv with DQ_ATOMIC (dq_mode="atomic")    as dkdv, plus dQ by fp32 atomic adds
 Phase 1 compiles every config in parallel worker processes (tiny launches; Triton's disk cache keeps the
 binaries), phase 2 times each at full size in this process, alone on the GPU (median of do_bench), after
 checking its outputs against flash_forward / flash_backward's defaults on the same random inputs.
@@ -37,92 +36,31 @@ from flashsim.kernels.runtime import select_backend  # noqa: E402
 select_backend()          # GPU or interpreter, chosen before triton is imported (Triton reads it then)
 
 import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
 
-from benchmarks.fwd_variants import _softmax_step  # noqa: E402  (the forward's online-softmax step, one copy)
+#: experiments' extra kernels, registered by benchmarks/experiments/tune_experiments.py: {kernel: launcher(c, x)},
+#: their extra spec flags, their grids ({grid name: {kernel: [(bm, bn, warps, stages, tma), ...]}} per shape),
+#: the kernels that always load through TMA, and the module that registers them (imported by compile workers)
+EXPERIMENTS = {"launchers": {}, "flags": (), "configs": {}, "tma_only": (), "module": None}
 
 TOKENS, WIDTH = 16384, 2048
-
-
-# --- experiment: two Q half-tiles per program, updated alternately ("ping-pong" within one program) --------------
-# FA3 overlaps one warpgroup's softmax with another's matrix multiplies. Triton 3.6 cannot warp-specialize on sm_90,
-# but a program that holds two independent halves gives the scheduler the same freedom: the async MMA of one half
-# can run while the other half's exponentials are computed. Not in the package: measured here first.
-
-@triton.jit
-def _pp_half(acc, l_i, m_i, qk, v, cols, offs_m, N, qk_scale, MASK: tl.constexpr, CAUSAL: tl.constexpr):
-    p, acc, l_i, m_new = _softmax_step(acc, l_i, m_i, qk, offs_m, cols, N, qk_scale, MASK, CAUSAL, False)
-    acc = tl.dot(p.to(v.dtype), v, acc)
-    return acc, l_i, m_new
-
-
-@triton.jit
-def _pp_tiles(acc0, l0, m0, acc1, l1, m1, q0, q1, desc_k, desc_v, b, h, offs_m0, offs_m1, offs_n, N, qk_scale,
-              lo, hi, MASK: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
-    for start_n in range(lo, hi, BLOCK_N):
-        k = desc_k.load([b, h, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
-        v = desc_v.load([b, h, start_n, 0]).reshape(BLOCK_N, BLOCK_D)
-        cols = start_n + offs_n
-        qk0 = tl.dot(q0, k.T)
-        qk1 = tl.dot(q1, k.T)
-        acc0, l0, m0 = _pp_half(acc0, l0, m0, qk0, v, cols, offs_m0, N, qk_scale, MASK, CAUSAL)
-        acc1, l1, m1 = _pp_half(acc1, l1, m1, qk1, v, cols, offs_m1, N, qk_scale, MASK, CAUSAL)
-    return acc0, l0, m0, acc1, l1, m1
-
-
-@triton.jit
-def _fwd_pingpong_kernel(DESC_Q, DESC_K, DESC_V, DESC_O, LSE, sm_scale, H, N, CAUSAL: tl.constexpr,
-                         HALF: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
-    pid_m = tl.program_id(0)
-    if CAUSAL:
-        pid_m = tl.num_programs(0) - 1 - pid_m
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
-    start = pid_m * 2 * HALF
-    offs_m0 = start + tl.arange(0, HALF)
-    offs_m1 = offs_m0 + HALF
-    offs_n = tl.arange(0, BLOCK_N)
-    q0 = DESC_Q.load([b, h, start, 0]).reshape(HALF, BLOCK_D)
-    q1 = DESC_Q.load([b, h, start + HALF, 0]).reshape(HALF, BLOCK_D)
-    m0 = tl.full([HALF], float("-inf"), dtype=tl.float32)
-    m1 = tl.full([HALF], float("-inf"), dtype=tl.float32)
-    l0 = tl.zeros([HALF], dtype=tl.float32)
-    l1 = tl.zeros([HALF], dtype=tl.float32)
-    acc0 = tl.zeros([HALF, BLOCK_D], dtype=tl.float32)
-    acc1 = tl.zeros([HALF, BLOCK_D], dtype=tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
-    if CAUSAL:
-        lo = start // BLOCK_N * BLOCK_N
-        hi = tl.minimum(start + 2 * HALF, N)
-    else:
-        lo = N // BLOCK_N * BLOCK_N
-        hi = N
-    acc0, l0, m0, acc1, l1, m1 = _pp_tiles(acc0, l0, m0, acc1, l1, m1, q0, q1, DESC_K, DESC_V, b, h, offs_m0,
-                                           offs_m1, offs_n, N, qk_scale, 0, lo, False, CAUSAL, BLOCK_N, BLOCK_D)
-    acc0, l0, m0, acc1, l1, m1 = _pp_tiles(acc0, l0, m0, acc1, l1, m1, q0, q1, DESC_K, DESC_V, b, h, offs_m0,
-                                           offs_m1, offs_n, N, qk_scale, lo, hi, True, CAUSAL, BLOCK_N, BLOCK_D)
-    DESC_O.store([b, h, start, 0], (acc0 / l0[:, None]).to(DESC_O.dtype).reshape(1, 1, HALF, BLOCK_D))
-    DESC_O.store([b, h, start + HALF, 0], (acc1 / l1[:, None]).to(DESC_O.dtype).reshape(1, 1, HALF, BLOCK_D))
-    tl.store(LSE + pid_bh * N + offs_m0, (m0 + tl.math.log2(l0)) * 0.6931471805599453, mask=offs_m0 < N)
-    tl.store(LSE + pid_bh * N + offs_m1, (m1 + tl.math.log2(l1)) * 0.6931471805599453, mask=offs_m1 < N)
 
 
 # --- the sweep ---------------------------------------------------------------------------------------------------
 
 def parse_spec(spec: str) -> list[dict]:
     """Configurations from ``--spec``: comma-separated ``kernel:BMxBN:warps:stages[:flag...]``, e.g.
-    ``fwd:256x64:8:2:tma,fwd:128x64:4:2:tma``. Flags: ``tma``; for the ``fwdx`` variants
-    (benchmarks/fwd_variants.py) also ``ws``, ``oneloop``, ``preqk``, ``flatten`` and ``persist<k>`` (k programs per SM)."""
+    ``fwd:256x64:8:2:tma,fwd:128x64:4:2:tma``. Flags: ``tma``, plus the experiments' own
+    (:data:`EXPERIMENTS` ``"flags"``; ``persist<k>`` sets ``persist=k``)."""
     out = []
     for item in filter(None, spec.split(",")):
         kernel, blocks, w, st, *rest = item.split(":")
         bm, bn = (int(x) for x in blocks.split("x"))
-        c = dict(kernel=kernel, bm=bm, bn=bn, w=int(w), s=int(st), tma="tma" in rest or kernel == "fwdx")
+        c = dict(kernel=kernel, bm=bm, bn=bn, w=int(w), s=int(st),
+                 tma="tma" in rest or kernel in EXPERIMENTS.get("tma_only", ()))
         for flag in rest:
-            if flag in ("ws", "oneloop", "preqk", "flatten"):
+            if flag in EXPERIMENTS["flags"]:
                 c[flag] = True
-            elif flag.startswith("persist"):
+            elif flag.startswith("persist") and "persist" in EXPERIMENTS["flags"]:
                 c["persist"] = int(flag[len("persist"):] or 1)
             elif flag != "tma":
                 raise ValueError(f"unknown flag {flag!r} in {item!r}")
@@ -130,8 +68,9 @@ def parse_spec(spec: str) -> list[dict]:
     return out
 
 
-def configs(shapes, wide=False, pingpong=False, spec=None):
-    """Wide: the first sweep's grid (pointer loads). Otherwise: around its winners, pointer loads vs TMA."""
+def configs(shapes, wide=False, spec=None, experiment=None):
+    """Wide: the first sweep's grid (pointer loads). Otherwise: around its winners, pointer loads vs TMA.
+    ``experiment``: a name in :data:`EXPERIMENTS` ``"configs"``: that experiment's grid instead."""
     out = []
     for d, causal in shapes:
         if spec:
@@ -141,20 +80,17 @@ def configs(shapes, wide=False, pingpong=False, spec=None):
             for bm, bn, w, s in itertools.product((64, 128), (32, 64, 128), (4, 8), (2, 3, 4)):
                 if not (w == 8 and bm * bn < 64 * 64):
                     out.append(dict(kernel="fwd", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, tma=False))
-            for kern in ("dkdv", "atomic"):
-                for bm, bn, w, s in itertools.product((16, 32, 64, 128), (64, 128), (4, 8), (2, 3, 4)):
-                    if not ((w == 8 and bm * bn < 64 * 64) or bm > bn):
-                        out.append(dict(kernel=kern, d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, tma=False))
+            for bm, bn, w, s in itertools.product((16, 32, 64, 128), (64, 128), (4, 8), (2, 3, 4)):
+                if not ((w == 8 and bm * bn < 64 * 64) or bm > bn):
+                    out.append(dict(kernel="dkdv", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, tma=False))
             for bm, bn, w, s in itertools.product((64, 128), (16, 32, 64, 128), (4, 8), (2, 3, 4)):
                 if not ((w == 8 and bm * bn < 64 * 64) or bn > bm):
                     out.append(dict(kernel="dq", d=d, causal=causal, bm=bm, bn=bn, w=w, s=s, tma=False))
             continue
-        if pingpong:
-            for half, bn, w, st in ((64, 64, 4, 2), (64, 64, 8, 2), (64, 128, 4, 2), (64, 128, 8, 2), (64, 64, 4, 3),
-                                    (64, 64, 8, 3), (64, 32, 4, 3), (128, 64, 8, 2), (32, 128, 4, 2)):
-                out.append(dict(kernel="fwd_pp", d=d, causal=causal, bm=2 * half, bn=bn, w=w, s=st, tma=True))
-            for bm, bn, w, st in ((64, 128, 4, 2), (128, 64, 4, 2), (64, 64, 4, 3)):
-                out.append(dict(kernel="fwd", d=d, causal=causal, bm=bm, bn=bn, w=w, s=st, tma=True))
+        if experiment:
+            for kern, cands in EXPERIMENTS["configs"][experiment].items():
+                out += [dict(kernel=kern, d=d, causal=causal, bm=bm, bn=bn, w=w, s=st, tma=tma)
+                        for bm, bn, w, st, tma in cands]
             continue
         near = {"fwd": [(64, 128, 4, 2), (128, 64, 4, 2), (64, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3),
                         (64, 128, 4, 3), (128, 128, 8, 2), (128, 64, 4, 3)],
@@ -212,35 +148,14 @@ def launcher(c, x):
                                                            CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn,
                                                            BLOCK_D=d, **opts)
         return run, lambda: err(o, x["o"])
-    if kern == "fwdx":
-        from benchmarks.fwd_variants import launch
-        o = torch.empty_like(q)
-        lse2 = torch.empty_like(lse)
-        sms = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 4
-        return launch(c, q, k, v, o, lse2, scale, desc, sms), lambda: max(err(o, x["o"]), err(lse2, x["lse"]))
-    if kern == "fwd_pp":
-        o = torch.empty_like(q)
-        lse2 = torch.empty_like(lse)
-        descs = (desc(q, bm // 2), desc(k, bn), desc(v, bn), desc(o, bm // 2))
-
-        def run():
-            return _fwd_pingpong_kernel[(triton.cdiv(n, bm), B * H)](*descs, lse2, scale, H, n, CAUSAL=causal,
-                                                                     HALF=bm // 2, BLOCK_N=bn, BLOCK_D=d, **opts)
-        return run, lambda: err(o, x["o"])
-    if kern in ("dkdv", "atomic"):                # atomic: the K/V pass also adds dQ (dq_mode="atomic")
-        atomic = kern == "atomic"
+    if kern == "dkdv":
         dk, dv = torch.empty_like(k), torch.empty_like(v)
-        dq32 = torch.zeros(q.shape, device=q.device, dtype=torch.float32) if atomic else dk
         descs = (desc(q, bm), desc(do, bm)) if tma else (None, None)
 
         def run():
-            if atomic:
-                dq32.zero_()                          # part of the atomic variant's cost
-            return _bwd_dkdv[(triton.cdiv(n, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, dq32,
-                                                   *q.stride(), H, n, d, CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm,
-                                                   BLOCK_N=bn, BLOCK_D=d, DQ_ATOMIC=atomic, **opts)
-        if atomic:
-            return run, lambda: max(err(dk, x["dk"]), err(dv, x["dv"]), err(dq32, x["dq"]))
+            return _bwd_dkdv[(triton.cdiv(n, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs,
+                                                          *q.stride(), H, n, d, CAUSAL=causal, USE_TMA=tma,
+                                                          BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d, **opts)
         return run, lambda: max(err(dk, x["dk"]), err(dv, x["dv"]))
     if kern == "dq":
         dq = torch.empty_like(q)
@@ -251,12 +166,19 @@ def launcher(c, x):
                                                  CAUSAL=causal, USE_TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=d,
                                                  **opts)
         return run, lambda: err(dq, x["dq"])
+    if kern in EXPERIMENTS["launchers"]:
+        return EXPERIMENTS["launchers"][kern](c, x)
     raise ValueError(kern)
 
 
-def _compile_worker(batch):
-    """Run each config once on a tiny input (same constexprs, dtypes and divisibility): fills Triton's cache."""
+def _compile_worker(batch, experiments_module=None):
+    """Run each config once on a tiny input (same constexprs, dtypes and divisibility): fills Triton's cache.
+    ``experiments_module``: imported first, so that it registers its kernels in this (spawned) process too."""
+    import importlib
+
     import torch
+    if experiments_module:
+        importlib.import_module(experiments_module)
     out = []
     cache = {}
     for c in batch:
@@ -275,19 +197,20 @@ def _compile_worker(batch):
     return out
 
 
-def main(argv=None):
+def main(argv=None, experiment=None):
+    """The sweep. ``experiment``: run that :data:`EXPERIMENTS` grid (registered by
+    benchmarks/experiments/tune_experiments.py) instead of the product kernels' grid."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(HERE, "benchmarks", "results"))
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--budget-s", type=float, default=480)
     ap.add_argument("--jobs", type=int, default=14)
-    ap.add_argument("--kernels", default="fwd,dkdv,dq,atomic")
+    ap.add_argument("--kernels", default="fwd,dkdv,dq" if experiment is None else
+                    ",".join(["fwd", "dkdv", "dq", *EXPERIMENTS["launchers"]]))
     ap.add_argument("--wide", action="store_true", help="the first sweep's wide grid (pointer loads only)")
     ap.add_argument("--d", default="64,128")
     ap.add_argument("--spec", help="only these configurations: kernel:BMxBN:warps:stages[:tma],... (see parse_spec)")
     ap.add_argument("--regs", action="store_true", help="also print registers, spills and shared memory per config")
-    ap.add_argument("--pingpong", action="store_true",
-                    help="the two-half-tile forward experiment next to the package forward (use --kernels fwd,fwd_pp)")
     args = ap.parse_args(argv)
     t_start = time.time()
     import concurrent.futures as cf
@@ -300,7 +223,7 @@ def main(argv=None):
     from flashsim.measure.provenance import run_info
     kernels = args.kernels.split(",")
     shapes = [(int(d), c) for d in args.d.split(",") for c in (False, True)]
-    todo = [c for c in configs(shapes, args.wide, args.pingpong, args.spec) if c["kernel"] in kernels]
+    todo = [c for c in configs(shapes, args.wide, args.spec, experiment) if c["kernel"] in kernels]
     print(f"{len(todo)} configs; compiling with {args.jobs} workers", flush=True)
     compile_err = {}
     # TMA configs in a pool of their own: a compiler crash there must not cost the others
@@ -308,7 +231,7 @@ def main(argv=None):
         batches = [part[i::args.jobs] for i in range(args.jobs) if part[i::args.jobs]]
         try:
             with cf.ProcessPoolExecutor(args.jobs, mp_context=mp.get_context("spawn")) as pool:
-                futs = {pool.submit(_compile_worker, b): b for b in batches}
+                futs = {pool.submit(_compile_worker, b, EXPERIMENTS.get("module")): b for b in batches}
                 for fut in tqdm(cf.as_completed(futs), total=len(futs), desc="compile batches", leave=False):
                     try:
                         res = fut.result()
@@ -372,7 +295,7 @@ def main(argv=None):
     from benchmarks.attention_speed import flops
     for (kern, d, causal, *_), r in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0], kv[0][3:])):
         B, H = max(1, TOKENS // args.n), WIDTH // d
-        mode = "fwd" if kern.startswith("fwd") else "bwd"  # fwd, fwd_pp
+        mode = "fwd" if kern.startswith("fwd") else "bwd"  # fwd (and experiments' fwd_*)
         extra = f" tma={r.get('tma', False)}" + "".join(f" {f}={r[f]}" for f in ("ws", "oneloop", "preqk", "persist", "flatten") if f in r)
         if "regs" in r:
             extra += f" regs={r['regs']} spills={r['spills']} smem={r['smem']}"
@@ -380,15 +303,12 @@ def main(argv=None):
               f"{r['ms']:.3f} ms  {flops(mode, B, H, args.n, d, causal) / r['ms'] / 1e9:.0f} TFLOP/s(if alone)")
     for d, causal in shapes:
         B, H = max(1, TOKENS // args.n), WIDTH // d
-        pick = [min((r for key, r in best.items() if key[:3] == (kern, d, causal)), key=lambda r: r["ms"],
-                    default=None) for kern in ("dkdv", "dq", "atomic")]
-        sep, at = pick[:2], pick[2]
+        sep = [min((r for key, r in best.items() if key[:3] == (kern, d, causal)), key=lambda r: r["ms"],
+                   default=None) for kern in ("dkdv", "dq")]
         f = flops("bwd", B, H, args.n, d, causal)
         if all(sep):
             ms = sep[0]["ms"] + sep[1]["ms"]
-            print(f"d={d} causal={causal}: separate best {ms:.3f} ms = {f / ms / 1e9:.0f} TFLOP/s (no preprocess)")
-        if at:
-            print(f"d={d} causal={causal}: atomic   best {at['ms']:.3f} ms = {f / at['ms'] / 1e9:.0f} TFLOP/s")
+            print(f"d={d} causal={causal}: backward best {ms:.3f} ms = {f / ms / 1e9:.0f} TFLOP/s (no preprocess)")
 
 
 if __name__ == "__main__":

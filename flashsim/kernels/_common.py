@@ -1,8 +1,11 @@
 """Shared checks for the kernels: clear errors on bad input, the interpreter self-check, default blocks."""
 from __future__ import annotations
 
+import math
+import numbers
 import os
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -104,6 +107,8 @@ def use_tma(tma, tensors, d: int, block_d: int) -> bool:
     """Resolve the ``tma`` argument of a kernel wrapper: None = where it works on a GPU and was validated
     (:data:`TMA_VALIDATED_HEAD_DIMS`); never by default in the interpreter, where the pointer loads are what
     :func:`flashsim.measure.count_io` counts."""
+    if tma is not None:
+        tma = check_flag("tma", tma)
     if tma is False or (tma is None and (interpreting() or block_d not in TMA_VALIDATED_HEAD_DIMS)):
         return False
     why = tma_support(tensors, d, block_d)
@@ -118,13 +123,46 @@ def tensor_desc(t, rows: int, block_d: int):
     return TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1, rows, block_d])
 
 
-def check_block(name: str, value: int) -> int:
+def check_block(name: str, value) -> int:
+    """A block size: a power of two from 16 to 256 (Triton tiles and tl.dot need that), else a FlashsimError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise FlashsimError(f"{name}={value!r} must be an integer power of two >= 16, e.g. {name}=32 (or None for "
+                            "the default)")
     value = int(value)
     if value < 16 or value & (value - 1):
-        raise FlashsimError(f"{name}={value} must be a power of two >= 16 (Triton tiles and tl.dot need that)")
+        raise FlashsimError(f"{name}={value} must be a power of two >= 16 (Triton tiles and tl.dot need that), "
+                            f"e.g. {name}=32, or None for the default")
     if value > 256:
         raise FlashsimError(f"{name}={value} is too large: use at most 256")
     return value
+
+
+def check_blocks(kernel: str, d: int, block_m=None, block_n=None) -> tuple[int, int]:
+    """(block_m, block_n) checked, each None replaced by :func:`default_blocks`' choice (0 is an error, not None)."""
+    dm, dn = default_blocks(kernel, d)
+    return (check_block("block_m", dm if block_m is None else block_m),
+            check_block("block_n", dn if block_n is None else block_n))
+
+
+def check_flag(name: str, value) -> bool:
+    """A boolean argument: True/False (or numpy's), strictly: ``causal="False"`` is an error, not True."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1)):
+        return bool(value)
+    raise FlashsimError(f"{name}={value!r} must be True or False")
+
+
+def check_launch(num_warps=None, num_stages=None) -> tuple[int | None, int | None]:
+    """Launch options: num_warps a power of two from 1 to 32, num_stages >= 1, or None for the kernel's choice."""
+    if num_warps is not None:
+        if isinstance(num_warps, bool) or not isinstance(num_warps, numbers.Integral) or num_warps not in (
+                1, 2, 4, 8, 16, 32):
+            raise FlashsimError(f"num_warps={num_warps!r} must be 1, 2, 4, 8, 16 or 32 (or None)")
+        num_warps = int(num_warps)
+    if num_stages is not None:
+        if isinstance(num_stages, bool) or not isinstance(num_stages, numbers.Integral) or num_stages < 1:
+            raise FlashsimError(f"num_stages={num_stages!r} must be an integer >= 1 (or None)")
+        num_stages = int(num_stages)
+    return num_warps, num_stages
 
 
 def check_tensors(names: tuple[str, ...], *tensors: torch.Tensor, ndim: int | None = None) -> None:
@@ -177,11 +215,15 @@ def check_qkv(q, k, v) -> tuple[int, int, int, int]:
 
 
 def scale_of(sm_scale, d: int) -> float:
+    """The softmax scale: 1/sqrt(d) for None, else a finite number > 0 (inf or NaN would make every output NaN)."""
     if sm_scale is None:
         return d ** -0.5
+    if isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real):
+        raise FlashsimError(f"sm_scale={sm_scale!r} must be a number > 0, or None for 1/sqrt(d)")
     sm_scale = float(sm_scale)
-    if not sm_scale > 0:
-        raise FlashsimError(f"sm_scale={sm_scale} must be > 0 (default 1/sqrt(d))")
+    if not (math.isfinite(sm_scale) and sm_scale > 0):
+        raise FlashsimError(f"sm_scale={sm_scale} must be a finite number > 0, e.g. 1/sqrt(d) = {d ** -0.5:.4g} "
+                            "(or None for that default)")
     return sm_scale
 
 

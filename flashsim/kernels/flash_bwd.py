@@ -11,16 +11,10 @@ recomputes each P tile from Q, K and L, in three launches:
    diagonal) and accumulates dQ += dS K · scale. Writes dQ once.
 
 No atomics: dQ is recomputed in its own pass, so K/V and Q/dO each stream once per row block of the other
-(7 matmuls per (Q block, K/V block) pair). As in the forward pass, only tiles on the diagonal (causal) or ragged
-at N pay for masking.
-
-``dq_mode="atomic"`` (opt-in) is FlashAttention-2's own backward: launch 3 disappears, and ``_bwd_dkdv`` with
-``DQ_ATOMIC=True`` also computes each Q row block's share dS K · scale (5 matmuls per pair) and adds it into a
-zeroed fp32 (B, H, N, d) buffer with ``tl.atomic_add``, once per K/V row block that sees the rows; the wrapper
-casts the sum to the input dtype. The order of the adds differs from run to run on a GPU, so dQ is not bit-for-bit
-reproducible there (it is in the interpreter, which runs programs one after another). Keys past N must then get
-dS = 0 (they would add to dQ), so a ragged last K/V block masks every tile. Measured slower than the default on
-an H200 at every shape (benchmarks/results/atomic_bwd_h200_2026-11-30.json).
+(7 matmuls per (Q block, K/V block) pair), and no two programs ever write the same element: the result is
+reproducible bit for bit. As in the forward pass, only tiles on the diagonal (causal) or ragged at N pay for
+masking. (FlashAttention-2's own backward adds dQ with fp32 atomics from the K/V pass instead; it is kept as an
+experiment, ``benchmarks/experiments/atomic_bwd.py``.)
 """
 from __future__ import annotations
 
@@ -29,12 +23,9 @@ import triton
 import triton.language as tl
 
 from flashsim.errors import FlashsimError
-from flashsim.kernels._common import (POINTER_LOADS_H200, check_block, check_qkv, check_tensors, default_blocks, head_block,
-                      output_like, scale_of, tensor_desc, tuned_config, use_tma)
-
-#: how flash_backward computes dQ: "separate" (default: its own kernel, no atomics) or "atomic" (FA2: fp32
-#: atomic adds from the dK/dV pass)
-DQ_MODES = ("separate", "atomic")
+from flashsim.kernels._common import (POINTER_LOADS_H200, check_blocks, check_flag, check_launch, check_qkv,
+                                      check_tensors, head_block, output_like, scale_of, tensor_desc, tuned_config,
+                                      use_tma)
 
 
 @triton.jit
@@ -60,14 +51,13 @@ def _bwd_preprocess(O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_od,
 
 
 @triton.jit
-def _dkdv_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, pid_bh, stride_n, stride_d,
+def _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
                 desc_q, desc_do, b, h, offs_n, offs_m, offs_d, d_valid, N, lo, hi,
-                MASK: tl.constexpr, CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, DQ_ATOMIC: tl.constexpr,
+                MASK: tl.constexpr, CAUSAL: tl.constexpr, USE_TMA: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr):
     """Stream Q/dO row blocks [lo, hi) past one K/V tile. MASK=False where every query row of the block is
     below the diagonal and inside N: no masking arithmetic there (the FA2 trick). USE_TMA: Q and dO tiles come
-    through tensor descriptors (chapter 12); rows past N arrive as 0, as the masked pointer loads give them.
-    DQ_ATOMIC: also add each row block's dQ share into the fp32 buffer DQ (``dq_mode="atomic"``)."""
+    through tensor descriptors (chapter 12); rows past N arrive as 0, as the masked pointer loads give them."""
     for start_m in range(lo, hi, BLOCK_M):
         rows = start_m + offs_m
         m_valid = rows < N
@@ -85,8 +75,6 @@ def _dkdv_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, p
         pT = tl.math.exp2(qkT * qk_scale - lse[None, :] * 1.4426950408889634)   # recomputed P tileᵀ (exp2)
         if MASK:
             keep = m_valid[None, :]
-            if DQ_ATOMIC:
-                keep = keep & (offs_n < N)[:, None]       # keys past N: their dS must be 0, it goes into dQ
             if CAUSAL:
                 keep = keep & (rows[None, :] >= offs_n[:, None])
             pT = tl.where(keep, pT, 0.0)
@@ -102,22 +90,16 @@ def _dkdv_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, p
         dpT = tl.dot(v, tl.trans(do))                                     # (BLOCK_N, BLOCK_M) = dP tileᵀ
         dsT = pT * (dpT - delta[None, :])
         dk += tl.dot(dsT.to(q.dtype), q)
-        if DQ_ATOMIC:
-            dq = tl.dot(tl.trans(dsT.to(k.dtype)), k) * sm_scale          # (BLOCK_M, BLOCK_D) this block's share
-            # sem="relaxed": no ordering between programs is needed, only the sum (the launch's end publishes it).
-            # reads and writes dQ (fp32, read-modify-write in L2) once per K/V row block: N*d fp32 per row block
-            tl.atomic_add(DQ + q_off, dq, mask=q_mask, sem="relaxed")
     return dk, dv
 
 
 @triton.jit
-def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale, DESC_Q, DESC_DO, DQ,
+def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale, DESC_Q, DESC_DO,
               stride_b, stride_h, stride_n, stride_d,
               H, N, D,
               CAUSAL: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-              BLOCK_D: tl.constexpr, DQ_ATOMIC: tl.constexpr):
-    # Q, K, V, dO, dK, dV (and DQ, fp32, with DQ_ATOMIC) share one (B, H, N, d) layout: the wrapper makes them
-    # contiguous.
+              BLOCK_D: tl.constexpr):
+    # Q, K, V, dO, dK, dV share one (B, H, N, d) layout: the wrapper makes them contiguous.
     pid_n = tl.program_id(0)                      # which K/V row block
     pid_bh = tl.program_id(1)
     b = pid_bh // H
@@ -143,24 +125,19 @@ def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale, DESC_Q, DESC_DO, DQ,
     else:
         lo = 0
         mid = 0
-    whole = N // BLOCK_M * BLOCK_M                   # whole row blocks end here; a ragged last one follows ...
-    if DQ_ATOMIC:                                    # ... except in a ragged last K/V block, whose keys past N
-        whole = whole * ((pid_n + 1) * BLOCK_N <= N).to(tl.int32)   # need the mask on every tile (dQ)
+    whole = N // BLOCK_M * BLOCK_M                   # whole row blocks end here; a ragged last one follows
     full = tl.maximum(mid, whole)
     # [lo, mid): blocks on the diagonal, masked; [mid, full): below it, unmasked; [full, N): ragged, masked
     qk_scale = sm_scale * 1.4426950408889634          # exp(x) = exp2(x * log2(e)): fold log2(e) into the scale
-    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, pid_bh, stride_n, stride_d,
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
                          DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, lo, mid,
-                         MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, DQ_ATOMIC=DQ_ATOMIC, BLOCK_M=BLOCK_M,
-                         BLOCK_D=BLOCK_D)
-    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, pid_bh, stride_n, stride_d,
+                         MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
                          DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, mid, full,
-                         MASK=False, CAUSAL=CAUSAL, USE_TMA=USE_TMA, DQ_ATOMIC=DQ_ATOMIC, BLOCK_M=BLOCK_M,
-                         BLOCK_D=BLOCK_D)
-    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, pid_bh, stride_n, stride_d,
+                         MASK=False, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
+    dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
                          DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, full, N,
-                         MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, DQ_ATOMIC=DQ_ATOMIC, BLOCK_M=BLOCK_M,
-                         BLOCK_D=BLOCK_D)
+                         MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
     dk = dk * sm_scale
     # writes dK once: N*d elements per head
     tl.store(DK + kv_off, dk.to(DK.dtype.element_ty), mask=kv_mask)
@@ -254,35 +231,30 @@ def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale, DESC_K, DESC_V,
 
 def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, block_m: int | None = None,
                    block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None,
-                   dq_mode: str = "separate", tma: bool | None = None):
+                   tma: bool | None = None):
     """Gradients (dq, dk, dv) of FlashAttention by recomputation (chapter 07); three launches.
 
     q, k, v, o, do: (B, H, N, d); lse: (B, H, N) fp32 from :func:`flash_forward`.
-    ``dq_mode="separate"`` (the default): dK/dV and dQ in two kernels, no atomics (this module).
-    ``dq_mode="atomic"``: FA2's one pass over K/V blocks, dQ summed with fp32 atomic adds and then cast to q's
-    dtype (``_bwd_dkdv`` with ``DQ_ATOMIC``, see the module docstring); two launches.
     Blocks: given ``block_m`` (Q rows) and ``block_n`` (K/V rows) hold for every launch, as the kernel view in
-    :mod:`flashsim.model.kernel_io` assumes. Without them, on a Hopper GPU each kernel takes its own tuned configuration
-    (:data:`flashsim.kernels._common.TUNED_H200`: the K/V pass wants few Q rows per step, the dQ pass many).
-    ``tma``: stream the tiles through tensor descriptors (chapter 12); None = as :func:`flash_forward` decides
-    (where supported and validated, never by default in the interpreter).
+    :mod:`flashsim.model.kernel_io` assumes. Without them, on a Hopper GPU each kernel takes its own tuned
+    configuration (:data:`flashsim.kernels._common.TUNED_H200`: the K/V pass wants few Q rows per step, the dQ
+    pass many). ``tma``: stream the tiles through tensor descriptors (chapter 12); None = as
+    :func:`flash_forward` decides (where supported and validated, never by default in the interpreter).
     """
-    if dq_mode not in DQ_MODES:
-        raise FlashsimError(f"dq_mode={dq_mode!r}: use one of {list(DQ_MODES)}")
     B, H, N, d = check_qkv(q, k, v)
     check_tensors(("q", "o", "do"), q, o, do, ndim=4)
     if o.shape != q.shape or do.shape != q.shape:
         raise FlashsimError(f"o {tuple(o.shape)} and do {tuple(do.shape)} must have q's shape {tuple(q.shape)}")
     if not isinstance(lse, torch.Tensor) or tuple(lse.shape) != (B, H, N) or lse.dtype != torch.float32:
         raise FlashsimError(f"lse must be the fp32 (B, H, N) = {(B, H, N)} logsumexp flash_forward returned")
+    causal = check_flag("causal", causal)
     scale = scale_of(sm_scale, d)
+    num_warps, num_stages = check_launch(num_warps, num_stages)
     block_d = head_block(d)
     q, k, v, o, do = (t.contiguous() for t in (q, k, v, o, do))     # one (B, H, N, d) layout for all
     lse = lse.contiguous()
     explicit = block_m is not None or block_n is not None
-    dm, dn = default_blocks("flash_bwd", d)
-    block_m = check_block("block_m", block_m or dm)
-    block_n = check_block("block_n", block_n or dn)
+    block_m, block_n = check_blocks("flash_bwd", d, block_m, block_n)
     extra = {}
     if num_warps is not None or block_d >= 128:
         extra["num_warps"] = num_warps or 8
@@ -294,30 +266,25 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     def launch(kernel: str) -> tuple[int, int, dict, bool]:
         """(BLOCK_M, BLOCK_N, launch options, TMA) of one kernel: the caller's, else the tuned ones (Hopper),
         with pointer loads where the sweeps found them faster (:data:`_common.POINTER_LOADS_H200`)."""
-        tuned = None if explicit or dq_mode == "atomic" else tuned_config(kernel, block_d, causal)
+        tuned = None if explicit else tuned_config(kernel, block_d, causal)
         if tuned is None:
             return block_m, block_n, extra, with_tma
-        tma_here = with_tma and (tma is True or (kernel, block_d, bool(causal)) not in POINTER_LOADS_H200)
+        tma_here = with_tma and (tma is True or (kernel, block_d, causal) not in POINTER_LOADS_H200)
         return (tuned[0], tuned[1], {"num_warps": num_warps or tuned[2], "num_stages": num_stages or tuned[3]},
                 tma_here)
 
     delta = output_like(q, (B, H, N), torch.float32)                 # (B, H, N)
     _bwd_preprocess[(triton.cdiv(N, block_m), B * H)](o, do, delta, *o.stride(), *do.stride(), H, N, d,
                                                       BLOCK_M=block_m, BLOCK_D=block_d)
-    atomic = dq_mode == "atomic"
-    dk, dv = output_like(k), output_like(v)                           # (B, H, N, d) each
-    # dq_mode="atomic": the K/V pass adds into a zeroed fp32 dQ; otherwise the dQ pass writes dq once
-    dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device) if atomic else output_like(q)
+    dk, dv, dq = output_like(k), output_like(v), output_like(q)      # (B, H, N, d) each
     bm, bn, opts, tma_here = launch("flash_bwd_dkdv")
     descs = (tensor_desc(q, bm, block_d), tensor_desc(do, bm, block_d)) if tma_here else (None, None)
-    _bwd_dkdv[(triton.cdiv(N, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, dq, *q.stride(), H, N,
-                                           d, CAUSAL=bool(causal), USE_TMA=tma_here, BLOCK_M=bm, BLOCK_N=bn,
-                                           BLOCK_D=block_d, DQ_ATOMIC=atomic, **opts)
-    if atomic:
-        return dq.to(q.dtype), dk, dv
+    _bwd_dkdv[(triton.cdiv(N, bn), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, *q.stride(), H, N, d,
+                                           CAUSAL=causal, USE_TMA=tma_here, BLOCK_M=bm, BLOCK_N=bn,
+                                           BLOCK_D=block_d, **opts)
     bm, bn, opts, tma_here = launch("flash_bwd_dq")
     descs = (tensor_desc(k, bn, block_d), tensor_desc(v, bn, block_d)) if tma_here else (None, None)
     _bwd_dq[(triton.cdiv(N, bm), B * H)](q, k, v, do, dq, lse, delta, scale, *descs, *q.stride(), H, N, d,
-                                         CAUSAL=bool(causal), USE_TMA=tma_here, BLOCK_M=bm, BLOCK_N=bn,
+                                         CAUSAL=causal, USE_TMA=tma_here, BLOCK_M=bm, BLOCK_N=bn,
                                          BLOCK_D=block_d, **opts)
     return dq, dk, dv

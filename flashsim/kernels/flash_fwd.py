@@ -20,8 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from flashsim.kernels._common import (check_block, check_qkv, default_blocks, forward_launch_options, head_block, output_like,
-                      scale_of, tensor_desc, tuned_config, use_tma)
+from flashsim.kernels._common import (check_blocks, check_flag, check_launch, check_qkv, forward_launch_options,
+                                      head_block, output_like, scale_of, tensor_desc, tuned_config, use_tma)
 
 
 @triton.jit
@@ -145,7 +145,9 @@ def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     bytes moved are the same either way.
     """
     B, H, N, d = check_qkv(q, k, v)
+    causal = check_flag("causal", causal)
     scale = scale_of(sm_scale, d)
+    num_warps, num_stages = check_launch(num_warps, num_stages)
     block_d = head_block(d)
     with_tma = use_tma(tma, (q, k, v), d, block_d)
     tuned = tuned_config("flash_fwd", block_d, causal) if with_tma and block_m is None and block_n is None else None
@@ -153,9 +155,7 @@ def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
         block_m, block_n = tuned[:2]
         num_warps = num_warps or tuned[2]
         num_stages = num_stages or tuned[3]
-    dm, dn = default_blocks("flash_fwd", d)
-    block_m = check_block("block_m", block_m or dm)
-    block_n = check_block("block_n", block_n or dn)
+    block_m, block_n = check_blocks("flash_fwd", d, block_m, block_n)
     o = output_like(q)                                        # (B, H, N, d)
     lse = output_like(q, (B, H, N), torch.float32)            # (B, H, N)
     grid = (triton.cdiv(N, block_m), B * H)
@@ -164,6 +164,6 @@ def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
               tensor_desc(o, block_m, block_d)) if with_tma else (None,) * 4)
     _flash_fwd_kernel[grid](q, k, v, o, lse, scale, *descs,
                             *q.stride(), *k.stride(), *v.stride(), *o.stride(),
-                            H, N, d, CAUSAL=bool(causal), USE_TMA=with_tma, BLOCK_M=block_m, BLOCK_N=block_n,
+                            H, N, d, CAUSAL=causal, USE_TMA=with_tma, BLOCK_M=block_m, BLOCK_N=block_n,
                             BLOCK_D=block_d, **extra)
     return o, lse

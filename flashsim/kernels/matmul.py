@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 
 from flashsim.errors import FlashsimError
-from flashsim.kernels._common import check_block, check_tensors, default_blocks, poison_like
+from flashsim.kernels._common import check_block, check_blocks, check_flag, check_tensors, poison_like
 
 
 @triton.jit
@@ -59,10 +59,9 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, block_m: int | None = None, b
                             "a.shape[1] == b.shape[0]")
     if min(M, N, K) < 1:
         raise FlashsimError(f"empty matmul {tuple(a.shape)} @ {tuple(b.shape)}")
-    dm, dn = default_blocks("tiled_matmul")
-    block_m = check_block("block_m", block_m or dm)
-    block_n = check_block("block_n", block_n or dn)
-    block_k = check_block("block_k", block_k or 32)
+    causal = check_flag("causal", causal)
+    block_m, block_n = check_blocks("tiled_matmul", K, block_m, block_n)
+    block_k = check_block("block_k", 32 if block_k is None else block_k)
     c = poison_like(a, (M, N))
     _matmul_kernel[(triton.cdiv(M, block_m), triton.cdiv(N, block_n))](
         a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from flashsim.kernels._common import check_block, check_qkv, default_blocks, head_block, next_pow2, poison_like, scale_of
+from flashsim.kernels._common import check_blocks, check_flag, check_qkv, head_block, next_pow2, poison_like, scale_of
 
 
 @triton.jit
@@ -117,9 +117,9 @@ def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     q, k, v: (B, H, N, d). Returns o (B, H, N, d); with ``return_intermediates=True``, (o, s, p).
     """
     B, H, N, d = check_qkv(q, k, v)
-    dm, dn = default_blocks("naive", d)
-    block_m = check_block("block_m", block_m or dm)
-    block_n = check_block("block_n", block_n or dn)
+    causal = check_flag("causal", causal)
+    return_intermediates = check_flag("return_intermediates", return_intermediates)
+    block_m, block_n = check_blocks("naive", d, block_m, block_n)
     scale = scale_of(sm_scale, d)
     block_d = head_block(d)
     # S and P: (B, H, N, N) fp32, poisoned so an unwritten element shows (causal: the upper triangle stays NaN)

@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from flashsim.kernels._common import check_block, check_tensors, default_blocks, poison_like
+from flashsim.kernels._common import check_blocks, check_flag, check_tensors, poison_like
 from flashsim.errors import FlashsimError
 
 
@@ -72,9 +72,8 @@ def online_softmax(x: torch.Tensor, causal: bool = False, block_m: int | None = 
     M, N = x.shape
     if min(M, N) < 1:
         raise FlashsimError(f"empty input of shape {tuple(x.shape)}")
-    dm, dn = default_blocks("online_softmax")
-    block_m = check_block("block_m", block_m or dm)
-    block_n = check_block("block_n", block_n or dn)
+    causal = check_flag("causal", causal)
+    block_m, block_n = check_blocks("online_softmax", N, block_m, block_n)
     p = torch.zeros_like(x) if causal else poison_like(x)          # (M, N); causal: masked entries are 0
     lse = poison_like(x, (M,), torch.float32)
     _online_softmax_kernel[(triton.cdiv(M, block_m),)](x, p, lse, M, N, *x.stride(), *p.stride(),

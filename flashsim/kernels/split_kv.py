@@ -22,12 +22,15 @@ step is skipped (its single partial already is the answer, written straight to O
 """
 from __future__ import annotations
 
+import numbers
+
 import torch
 import triton
 import triton.language as tl
 
 from flashsim.errors import FlashsimError
-from flashsim.kernels._common import check_block, check_tensors, head_block, interpreting, next_pow2, poison_like, scale_of
+from flashsim.kernels._common import (check_block, check_flag, check_launch, check_tensors, head_block, interpreting,
+                                      next_pow2, poison_like, scale_of)
 
 
 @triton.jit
@@ -129,8 +132,7 @@ def split_plan(n: int, num_splits: int, block_n: int) -> tuple[int, int]:
     >>> split_plan(100, 8, 32)      # fewer keys than 8 tiles: only 4 chunks are non-empty
     (32, 4)
     """
-    num_splits = int(num_splits)
-    if num_splits < 1:
+    if isinstance(num_splits, bool) or not isinstance(num_splits, numbers.Integral) or num_splits < 1:
         raise FlashsimError(f"num_splits={num_splits} must be >= 1 (1 = the kernel without the split)")
     tiles = triton.cdiv(n, block_n)
     chunk = triton.cdiv(tiles, min(num_splits, tiles)) * block_n
@@ -163,8 +165,10 @@ def split_kv_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, num_sp
     N = k.shape[2]
     if min(B, H, NQ, N, d) < 1:
         raise FlashsimError(f"empty input: q {tuple(q.shape)}, k {tuple(k.shape)}")
-    block_m = check_block("block_m", block_m or max(16, min(64, next_pow2(NQ))))
-    block_n = check_block("block_n", block_n or (32 if interpreting() else 64))
+    return_partials = check_flag("return_partials", return_partials)
+    num_warps, _ = check_launch(num_warps)
+    block_m = check_block("block_m", max(16, min(64, next_pow2(NQ))) if block_m is None else block_m)
+    block_n = check_block("block_n", (32 if interpreting() else 64) if block_n is None else block_n)
     if num_splits is None:
         num_splits = default_num_splits(B * H, N, block_n=block_n)
     chunk, splits = split_plan(N, num_splits, block_n)

@@ -130,6 +130,64 @@ def test_bad_blocks_and_scale_and_lse():
         K.tiled_matmul(torch.randn(4, 5), torch.randn(6, 4))
 
 
+# every kernel entry point checks its arguments the same way (issue 13 item 12): block_m=0 is not "the default"
+ENTRY_POINTS = {
+    "flash_forward": lambda q, **kw: K.flash_forward(q, q, q, **kw),
+    "flash_backward": lambda q, **kw: K.flash_backward(q, q, q, q, torch.zeros(1, 1, 32), q, **kw),
+    "attention": lambda q, **kw: K.attention(q, q, q, **kw),
+    "naive_attention": lambda q, **kw: K.naive_attention(q, q, q, **kw),
+    "split_kv_attention": lambda q, **kw: __import__("flashsim.kernels.split_kv", fromlist=["x"]).split_kv_attention(
+        q, q, q, **kw),
+    "tiled_matmul": lambda q, **kw: K.tiled_matmul(q[0, 0], q[0, 0].T.contiguous(), **kw),
+    "online_softmax": lambda q, **kw: K.online_softmax(q[0, 0], **kw),
+}
+SCALED = ("flash_forward", "flash_backward", "attention", "naive_attention", "split_kv_attention")
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY_POINTS))
+@pytest.mark.parametrize("kw,match", [
+    (dict(block_m=0), "block_m=0 must be a power of two"), (dict(block_n=0), "block_n=0 must be a power of two"),
+    (dict(block_m=32.0), "block_m=32.0 must be an integer"), (dict(block_n=True), "block_n=True"),
+    (dict(causal="False"), "causal='False' must be True or False"),
+    (dict(sm_scale=float("inf")), "finite number > 0"), (dict(sm_scale=float("nan")), "finite number > 0"),
+    (dict(sm_scale=0.0), "finite number > 0"), (dict(sm_scale="0.1"), "sm_scale='0.1' must be a number"),
+])
+def test_every_entry_point_rejects_bad_arguments_naming_the_fix(name, kw, match):
+    if "sm_scale" in kw and name not in SCALED or "causal" in kw and name == "split_kv_attention":
+        pytest.skip("this entry point has no such argument")
+    q = torch.randn(1, 1, 32, 16)
+    with pytest.raises(FlashsimError, match=match):
+        ENTRY_POINTS[name](q, **kw)
+
+
+def test_bad_launch_options_and_splits():
+    from flashsim.kernels.split_kv import split_kv_attention
+    q = torch.randn(1, 1, 32, 16)
+    with pytest.raises(FlashsimError, match="num_warps=3"):
+        K.flash_forward(q, q, q, num_warps=3)
+    with pytest.raises(FlashsimError, match="num_stages=0"):
+        K.flash_forward(q, q, q, num_stages=0)
+    with pytest.raises(FlashsimError, match="tma='yes' must be True or False"):
+        K.flash_forward(q, q, q, tma="yes")
+    with pytest.raises(FlashsimError, match="num_splits=2.5"):
+        split_kv_attention(q, q, q, num_splits=2.5)
+
+
+def test_attention_uses_its_blocks_in_backward_too():
+    """Issue 13 item 5: attention(..., block_m=64, block_n=64) moves the bytes of 64x64 blocks in both passes."""
+    from flashsim.measure import count_io
+    from flashsim.model.kernel_io import kernel_io
+    n, d = 130, 16
+    q, k, v, do = random_qkvdo(n, d, torch.float32, seed=5, H=1)
+    xs = [x.clone().requires_grad_() for x in (q, k, v)]
+    measured = count_io(lambda: torch.autograd.grad(K.attention(*xs, causal=True, block_m=64, block_n=64), xs, do))
+    fwd = kernel_io("flash_fwd", n, d, 64, 64, True, "fp32", heads=1).per_tensor()
+    bwd = kernel_io("flash_bwd", n, d, 64, 64, True, "fp32", heads=1).per_tensor()
+    assert measured.per_tensor() == {**fwd, **bwd}
+    small = kernel_io("flash_bwd", n, d, 32, 32, True, "fp32", heads=1)
+    assert sum(v for L in bwd.values() for v in L["loads"].values()) != small.load_bytes
+
+
 def test_interpreter_self_check_catches_silent_zeros(monkeypatch):
     from flashsim.kernels import _common
     K.interpreter_self_check(force=True)               # the real interpreter passes

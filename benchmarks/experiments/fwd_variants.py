@@ -1,5 +1,7 @@
-"""Experimental forward variants timed by ``benchmarks/tune_attention.py --kernels fwdx`` (not in the package until
-measured): the package forward's math in a TMA-only kernel with knobs the package kernel does not have.
+"""Experimental forward variants timed by ``benchmarks/experiments/tune_experiments.py --kernels fwd,fwdx --spec ...``
+(not in the package: none was faster on an H200): the package forward's math in a TMA-only kernel with knobs the
+package kernel does not have. Its online-softmax step is its own copy; masked scores get -1e6, where the package
+kernel uses -inf (equal results: exp2 of either is 0 next to a finite row max).
 
   ws       ``tl.range(..., warp_specialize=True)`` on the K/V loop: Triton's automatic warp specialization (a
            producer warp group issuing the TMA copies, consumer warp groups doing the math). On sm_90 it is known
