@@ -1,14 +1,16 @@
 """FlashAttention forward for Hopper (sm_90) in Gluon, FA3-style: explicit warp roles instead of one program.
 
-One CTA (persistent: at most one per SM) runs three partitions that talk only through shared memory and mbarriers:
+One CTA (persistent: at most one per SM) runs NC + 1 partitions that talk only through shared memory and mbarriers:
 
 - a **producer** (one warp, 24 registers) that issues every TMA copy: for each output tile, the Q rows of each
-  consumer, then the K and V tiles into a ring of ``STAGES`` shared-memory slots. It never touches a register tile.
-- ``NC`` **consumer warpgroups** (4 warps each; NC=2 here), each owning ``BLOCK_M`` = 64 query rows of the CTA's
+  consumer (two buffers per consumer), then the K and V tiles into rings of ``STAGES`` shared-memory slots, K one
+  tile ahead of V. It never touches a register tile.
+- ``NC`` **consumer warpgroups** (4 warps each; NC = 2 or 3), each owning ``BLOCK_M`` = 64 query rows of the CTA's
   ``NC * 64``-row tile. They share every K/V slot, so a slot is released when all NC of them have arrived.
   Each consumer runs the intra-warpgroup pipeline of FA3: it issues S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} as two
   asynchronous wgmma groups, waits only for S_j, and computes softmax(S_j) while the tensor cores still run the PV
-  product: the exponentials of one tile overlap the matmul of the other.
+  product: the exponentials of one tile overlap the matmul of the other. Across tiles, it issues the next tile's
+  S_0 with this tile's last PV product and writes this tile's O while that S_0 runs.
 - **Ping-pong** (``PINGPONG``): the consumers take turns to issue their matmuls (a ring of ``turn`` mbarriers), so
   one warpgroup's softmax runs while the other's wgmma occupies the tensor cores.
 
