@@ -42,10 +42,11 @@ lab: $(STAMP)
 	FLASHSIM_SIZE=$${FLASHSIM_LAB_SIZE:-full} $(VENV)/bin/jupyter lab notebooks/ \
 		$$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
-# the layer contracts (.importlinter) first, then every test and every notebook
+# the layer contracts (.importlinter) first, then every test and every notebook (--dist loadgroup: the tests
+# marked xdist_group, tests/packaging's venvs and website, each stay on one worker and build once)
 test: $(STAMP)
 	if [ -f .importlinter ]; then $(VENV)/bin/lint-imports; fi
-	$(PY) -m pytest -n $(JOBS) --nbmake --nbmake-timeout=900 tests notebooks
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup --nbmake --nbmake-timeout=900 tests notebooks
 
 # the course as a static website in $(SITE)/ (open $(SITE)/index.html): every notebook executed at small size
 site: $(STAMP)

@@ -80,7 +80,7 @@ def test_install_order_torch_then_lock_then_flashsim(tmp_path):
 def test_make_test_runs_lint_imports_then_pytest_on_everything(tmp_path):
     out = _make_n(tmp_path, "test", nvidia_smi_exit=9)
     lint = out.index("if [ -f .importlinter ]; then VENV/bin/lint-imports; fi")
-    pytest_at = out.index("-m pytest -n 2 --nbmake --nbmake-timeout=900 tests notebooks")
+    pytest_at = out.index("-m pytest -n 2 --dist loadgroup --nbmake --nbmake-timeout=900 tests notebooks")
     assert lint < pytest_at
 
 

@@ -20,7 +20,7 @@ from packaging_helpers import ROOT
 sys.path.insert(0, str(ROOT / "tools"))
 import build_site
 
-pytestmark = [pytest.mark.packaging, pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.packaging, pytest.mark.slow, pytest.mark.xdist_group("site"), pytest.mark.browser]
 
 CHROMIUM = os.environ.get("FLASHSIM_CHROMIUM", "/usr/bin/chromium")
 CHAPTER = "05_flash_forward"

@@ -8,20 +8,21 @@ with ``jupyter nbconvert --execute`` (what ``[lab]`` brings) in the venv's own k
 from __future__ import annotations
 
 import json
+import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
 from packaging_helpers import LOCK, ROOT, clean_env, make_venv, run
 
-pytestmark = [pytest.mark.packaging, pytest.mark.slow]
+pytestmark = [pytest.mark.packaging, pytest.mark.slow, pytest.mark.xdist_group("lab_only")]
 
 CHAPTERS = ["00", "01", "02", "03", "04", "05"]
 KERNEL_NAME = "flashsim-lab-only"
 #: chapters that code outside packaging still stops in a lab-only install: chapter -> where, and why
 BLOCKED = {
-    "00": "flashsim/course/kit/report.py: device_report() imports flashsim.kernels and torch unguarded "
-          "(its first lines); it should report 'no torch' through flashsim.course.kit.optional.missing('kernels')",
+    "00": "flashsim/course/kit/report.py:120-121: device_report() imports flashsim.kernels and torch unguarded; "
+          "without torch it should report the kernels unavailable (flashsim.course.kit.optional.missing('kernels'))",
 }
 
 
@@ -67,13 +68,18 @@ def test_recorded_results_load_from_the_installed_wheel(lab_python):
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_runs_to_its_end_with_lab_only(lab_python, chapter, tmp_path):
-    if chapter in BLOCKED:
-        pytest.xfail(BLOCKED[chapter])
     (notebook,) = (ROOT / "notebooks").glob(f"{chapter}_*.ipynb")
-    jupyter = lab_python.parent / "jupyter"
-    run([jupyter, "nbconvert", "--to", "notebook", "--execute", f"--ExecutePreprocessor.kernel_name={KERNEL_NAME}",
-         "--ExecutePreprocessor.timeout=600", "--output-dir", tmp_path, notebook],
-        env=clean_env(FLASHSIM_SIZE="small"), timeout=900)
+    cmd = [lab_python.parent / "jupyter", "nbconvert", "--to", "notebook", "--execute",
+           f"--ExecutePreprocessor.kernel_name={KERNEL_NAME}", "--ExecutePreprocessor.timeout=600",
+           "--output-dir", tmp_path, notebook]
+    env = clean_env(FLASHSIM_SIZE="small")
+    if chapter in BLOCKED:  # still run it: passes once the blocker is fixed (then drop it from BLOCKED)
+        proc = subprocess.run([str(c) for c in cmd], env=env, capture_output=True, text=True, timeout=900,
+                              check=False)
+        if proc.returncode != 0:
+            pytest.xfail(f"{BLOCKED[chapter]} -- {proc.stderr.strip().splitlines()[-1][:300]}")
+    else:
+        run(cmd, env=env, timeout=900)
     executed = json.loads((tmp_path / notebook.name).read_text())
     outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o["output_type"] == "error"]
