@@ -39,7 +39,8 @@ FWD_CONFIGS = {
 FWD_CONFIGS_DEFAULT = {key: dict(cfg) for key, cfg in FWD_CONFIGS.items()}
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
-#: leaves room for the Q, O and the next section's first tiles)
+#: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
+#: per call (a huge value gives one section: the plain longest-first order over all heads).
 L2_SECTION_BYTES = 20 * 2 ** 20
 
 
@@ -176,7 +177,8 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     v_desc = TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout)
     n_mblk = triton.cdiv(N, nc * block_m)
     n_tiles = B * H * n_mblk
-    sec = max(1, min(B * H, L2_SECTION_BYTES // (2 * N * d * q.element_size())))   # heads per L2 section
+    l2_bytes = cfg.get("L2_SECTION_BYTES", L2_SECTION_BYTES)
+    sec = max(1, min(B * H, l2_bytes // (2 * N * d * q.element_size())))   # heads per L2 section
     ctas = min(n_tiles, max_ctas or _num_sms(q.device.index if q.device.index is not None else 0))
     attn_fwd_sm90[(ctas,)](q_desc, k_desc, v_desc, o, lse, scale * LOG2E, N, B * H, n_mblk, n_tiles, sec,
                            CAUSAL=bool(causal), NC=nc, BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
