@@ -1,9 +1,14 @@
-"""Extra bytes the CPU kernels allocate besides their output, counted from their array shapes (chapters 06, 10)."""
+"""Extra bytes the CPU kernels allocate besides their output, counted from their array shapes (chapters 06, 10).
+
+The terms the GPU kernels share (the N x N matrix, the logsumexp) come from the one peak-memory model,
+:mod:`flashsim.model.attention.memory_model`; the padded copies and per-core tiles are this kernel's own.
+"""
 from __future__ import annotations
 
 import os
 
 from flashsim.cpu.blocks import _PANEL, TILE_COLS, TILE_ROWS, _round_up, default_blocks, effective_blocks
+from flashsim.model.attention.memory_model import logsumexp_bytes, score_matrix_bytes
 
 
 def _threads() -> int:
@@ -32,11 +37,12 @@ def flash_extra_bytes(n: int, d: int, block_r: int | None = None, block_c: int |
     if threads is None:
         threads = _threads()
     prepared = 4 * batch_heads * (npad_r * dp + 2 * npad_c * dp)
-    lse = 4 * batch_heads * n
+    lse = logsumexp_bytes(n, batch_heads)
     per_task = 4 * (br * bc + br * dp + 2 * br)
     return prepared + lse + threads * per_task
 
 
 def naive_extra_bytes(n: int, d: int, batch_heads: int = 1) -> int:
-    """Bytes :func:`naive_attention_numpy` allocates besides its output: the N x N score matrix (float32)."""
-    return 4 * batch_heads * n * n
+    """Bytes :func:`naive_attention_numpy` allocates besides its output: one N x N float32 matrix (S, softmaxed in
+    place into P), in the terms of the one peak-memory model, :mod:`flashsim.model.attention.memory_model`."""
+    return score_matrix_bytes(n, batch_heads, elem_bytes=4, score_matrices=1)

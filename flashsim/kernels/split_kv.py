@@ -5,7 +5,9 @@ At decoding time a query block is tiny (one new token per sequence: Nq = 1) whil
 handful of programs for 132 SMs, each streaming all N keys alone. Flash-decoding (Dao, Haziza, Massa, Sizov 2023)
 splits K/V into ``num_splits`` chunks, one program per (chunk, Q row block, batch*head); each writes a *partial*
 output O_s (normalised over its own chunk) and the logsumexp L_s of its chunk's scores. A second, small kernel
-merges the partials exactly as chapter 04's (m, l) merge does, with L = m + log l::
+merges the partials exactly as chapter 04's (m, l) merge does (the one definition of it is
+:func:`flashsim.model.attention.online_softmax.combine_partials`, which the tests check this kernel against),
+with L = m + log l::
 
     L = log Σ_s e^(L_s),        O = Σ_s e^(L_s − L) · O_s
 
@@ -196,14 +198,3 @@ def split_kv_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, num_sp
         return o, lse, (op, lsep)
     return o, lse
 
-
-def combine_partials(o_partial: torch.Tensor, lse_partial: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The combine step in plain torch (what :func:`_combine_kernel` does): merge S partial outputs by logsumexp.
-
-    o_partial (..., S, Nq, d), lse_partial (..., S, Nq) → (o (..., Nq, d), lse (..., Nq)), fp32. A chunk with
-    lse = −inf (no keys) contributes nothing.
-    """
-    lse = torch.logsumexp(lse_partial.float(), dim=-2)                    # (..., Nq)
-    w = torch.exp(lse_partial.float() - lse.unsqueeze(-2))                # (..., S, Nq)
-    w = torch.nan_to_num(w, nan=0.0)
-    return (w.unsqueeze(-1) * o_partial.float()).sum(dim=-3), lse

@@ -6,7 +6,7 @@ Each of the P processes ("devices") holds one contiguous shard of the sequence: 
 It keeps Q_r and, for P steps, computes attention of Q_r against the K/V block it holds while that block is
 sent on to device r+1 and the next one arrives from device r−1 (``batch_isend_irecv`` is posted before the
 compute and waited on after it: transfer and compute overlap). Partial results merge exactly with the logsumexp
-(chapter 04's (m, l) merge, as :mod:`flashsim.kernels.split_kv`'s combine): the result equals single-device
+(chapter 04's (m, l) merge, :func:`merge_on_device`, as :mod:`flashsim.kernels.split_kv`'s combine): the result equals single-device
 attention to rounding, causal or not. Causal: block j is needed only by devices r ≥ j, so it is never sent
 around the wrap (see :mod:`flashsim.model.multi.closed_forms`).
 
@@ -34,7 +34,10 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from flashsim.errors import FlashsimError
+from flashsim import kernels
+from flashsim.model.attention.reference import reference_attention
 from flashsim.model.multi.closed_forms import ring_link_bytes
+from flashsim.model.table import Table
 
 _TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -46,38 +49,29 @@ def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale:
     """Attention of a Q shard against one K/V block: (o fp32 normalised over the block, lse fp32 (..., n)).
 
     causal_diag: the block is the diagonal one (same rows as Q): key c is visible to query r iff c ≤ r.
-    use_triton: compute with the course's Triton kernel :func:`flashsim.kernels.flash_forward` (GPU runs).
+    use_triton: compute with the course's Triton kernel :func:`flashsim.kernels.flash_forward` (GPU runs);
+    otherwise (CPU processes) with the one reference, :func:`flashsim.model.attention.reference.reference_attention`.
     """
     if use_triton:
-        from flashsim.kernels import flash_forward
-        o, lse = flash_forward(q, k, v, causal=causal_diag, sm_scale=sm_scale)
+        o, lse = kernels.flash_forward(q, k, v, causal=causal_diag, sm_scale=sm_scale)
         return o.float(), lse
-    s = torch.matmul(q.float(), k.float().transpose(-1, -2)) * sm_scale        # (B, H, n, n)
-    if causal_diag:
-        n = q.shape[-2]
-        mask = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
-        s = s.masked_fill(~mask, float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)                                           # (B, H, n)
-    p = torch.exp(s - lse.unsqueeze(-1))
-    return torch.matmul(p, v.float()), lse
+    o, lse = reference_attention(*(x.double().cpu().numpy() for x in (q, k, v)), causal=causal_diag,
+                                 sm_scale=sm_scale, return_lse=True)
+    return (torch.from_numpy(o).to(device=q.device, dtype=torch.float32),
+            torch.from_numpy(lse).to(device=q.device, dtype=torch.float32))
 
 
-def merge_partials(o_a, lse_a, o_b, lse_b):
-    """Merge two partial attention results by their logsumexps: exact, associative (chapter 04's merge)."""
+def merge_on_device(o_a, lse_a, o_b, lse_b):
+    """Merge two partial results by their logsumexps, in torch on the tensors' device (chapter 04's merge).
+
+    The ring's devices merge where their partials live (a GPU's, in NCCL runs), so this is the device-side
+    form of :func:`flashsim.model.attention.online_softmax.merge_partials`, the one definition, which works in
+    float64 numpy; tests/multi checks that the two agree.
+    """
     lse = torch.logaddexp(lse_a, lse_b)
     wa = torch.exp(lse_a - lse).nan_to_num(0.0).unsqueeze(-1)
     wb = torch.exp(lse_b - lse).nan_to_num(0.0).unsqueeze(-1)
     return wa * o_a + wb * o_b, lse
-
-
-def reference_attention(q, k, v, causal=False, sm_scale=None) -> torch.Tensor:
-    """One-device attention in float64: what the ring must reproduce."""
-    scale = sm_scale if sm_scale is not None else q.shape[-1] ** -0.5
-    s = torch.matmul(q.double(), k.double().transpose(-1, -2)) * scale
-    if causal:
-        n = q.shape[-2]
-        s = s.masked_fill(~torch.ones(n, n, dtype=torch.bool, device=s.device).tril(), float("-inf"))
-    return torch.matmul(torch.softmax(s, dim=-1), v.double())
 
 
 def make_inputs(batch, heads, n, d, dtype="fp16", seed=0, device="cpu"):
@@ -165,7 +159,7 @@ def ring_attention(q, k, v, causal: bool = False, sm_scale=None, group=None, use
         if compute and (not causal or j <= rank):            # causal: blocks j > rank are fully masked, skipped
             ob, lb = block_attention(q, kv[0], kv[1], scale, causal_diag=causal and j == rank,
                                      use_triton=use_triton)
-            o, lse = (ob, lb) if o is None else merge_partials(o, lse, ob, lb)
+            o, lse = (ob, lb) if o is None else merge_on_device(o, lse, ob, lb)
             c.computed_blocks.append(j)
         for r in reqs:
             r.wait()
@@ -287,7 +281,6 @@ class RingRun:
         return out
 
     def table(self):
-        from flashsim.model.table import Table
         cap = (f"ring attention, {self.backend}, {self.world} processes, N={self.n}, d={self.d}, H={self.heads}, "
                f"{self.dtype}, {'causal' if self.causal else 'non-causal'}; max |error| {self.max_abs_err:.2e}"
                if self.max_abs_err is not None else f"ring attention, {self.backend}")
@@ -358,7 +351,8 @@ def run_ring(world: int = 2, batch: int = 1, heads: int = 2, n: int = 256, d: in
                 o = torch.cat([torch.load(os.path.join(outdir, f"o_{cfg['name']}_{r}.pt")) for r in range(world)],
                               dim=2)
                 q, k, v = make_inputs(batch, heads, n, d, cfg["dtype"], seed)
-                err = float((o.double() - reference_attention(q, k, v, causal=cfg["causal"])).abs().max())
+                ref = reference_attention(*(x.double().numpy() for x in (q, k, v)), causal=cfg["causal"])
+                err = float((o.double() - torch.from_numpy(ref)).abs().max())
             runs.append(RingRun(
                 backend=backend, world=world, batch=batch, heads=heads, n=n, d=d, dtype=cfg["dtype"],
                 causal=cfg["causal"], sent_bytes=[x["sent_bytes"] for x in recs],

@@ -4,9 +4,11 @@ import pytest
 import torch
 
 from flashsim.errors import FlashsimError
-from flashsim.model.multi.closed_forms import split_kv_bytes
 from flashsim.kernels import INTERPRETER
-from flashsim.kernels.split_kv import combine_partials, split_kv_attention, split_plan
+from flashsim.kernels.split_kv import split_kv_attention, split_plan
+from flashsim.model.attention.online_softmax import combine_partials
+from flashsim.model.multi.closed_forms import split_kv_bytes
+from kernel_inputs import reference
 
 DEV = "cpu" if INTERPRETER else "cuda"
 
@@ -19,11 +21,6 @@ def _inputs(b, h, nq, n, d, dtype, seed=0):
     return (x.to(dtype).to(DEV) for x in (q, k, v))
 
 
-def _reference(q, k, v):
-    s = (q.double() @ k.double().transpose(-1, -2)) * q.shape[-1] ** -0.5
-    return torch.softmax(s, -1) @ v.double(), torch.logsumexp(s, -1)
-
-
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 2e-5), (torch.float16, 2e-3)])
 @pytest.mark.parametrize("shape, splits", [((1, 2, 1, 200, 16), 4),      # decoding: one query row, ragged N
                                            ((2, 1, 3, 100, 24), 3),      # d not a power of two
@@ -31,7 +28,7 @@ def _reference(q, k, v):
 def test_split_kv_matches_one_pass_attention(shape, splits, dtype, tol):
     q, k, v = _inputs(*shape, dtype)
     o, lse = split_kv_attention(q, k, v, num_splits=splits)
-    ref_o, ref_lse = _reference(q, k, v)
+    ref_o, ref_lse = (x.to(DEV) for x in reference(q, k, v, return_lse=True))   # the one float64 reference
     assert o.dtype == dtype and o.shape == q.shape and lse.shape == q.shape[:3]
     assert (o.double() - ref_o).abs().max() < tol
     assert (lse.double() - ref_lse).abs().max() < 1e-4
@@ -43,8 +40,11 @@ def test_same_answer_with_and_without_the_split_and_torch_combine():
     o8, l8, (op, lp) = split_kv_attention(q, k, v, num_splits=8, return_partials=True)
     assert op.shape == (1, 2, 8, 1, 32) and lp.shape == (1, 2, 8, 1)
     assert torch.allclose(o1, o8, atol=1e-5) and torch.allclose(l1, l8, atol=1e-5)
-    oc, lc = combine_partials(op, lp)        # the combine step in plain torch gives the kernel's answer
-    assert torch.allclose(oc, o8, atol=1e-6) and torch.allclose(lc, l8, atol=1e-6)
+    # the one merge (flashsim.model.attention.online_softmax) gives the combine kernel's answer
+    oc, lc = combine_partials(op.double().cpu().numpy().transpose(2, 0, 1, 3, 4),
+                              lp.double().cpu().numpy().transpose(2, 0, 1, 3))
+    assert torch.allclose(torch.from_numpy(oc).float(), o8.cpu(), atol=1e-6)
+    assert torch.allclose(torch.from_numpy(lc).float(), l8.cpu(), atol=1e-6)
 
 
 def test_split_plan_uses_whole_tiles():

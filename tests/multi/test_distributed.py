@@ -3,11 +3,14 @@
 One launch runs fp32 and fp16, causal and not (spawning processes costs ~10 s on a 2-core CI machine): the
 output agrees with one-device attention, and the bytes each process sent equal the simulator's link bytes.
 """
+import numpy as np
 import pytest
 import torch
 
 from flashsim.model.multi import cluster as md
-from flashsim.multi.distributed import block_attention, merge_partials, reference_attention, run_ring
+from flashsim.model.attention.online_softmax import merge_partials
+from flashsim.model.attention.reference import reference_attention
+from flashsim.multi.distributed import block_attention, merge_on_device, run_ring
 from flashsim.errors import FlashsimError
 
 
@@ -55,9 +58,12 @@ def test_merge_of_block_results_is_exact():
     k2, v2 = (torch.randn(1, 2, 16, 8, generator=g) for _ in range(2))
     oa, la = block_attention(q, k, v, 8 ** -0.5)
     ob, lb = block_attention(q, k2, v2, 8 ** -0.5)
-    o, _ = merge_partials(oa, la, ob, lb)
-    ref = reference_attention(q, torch.cat([k, k2], 2), torch.cat([v, v2], 2))
-    assert (o.double() - ref).abs().max() < 1e-5
+    o, lse = merge_on_device(oa, la, ob, lb)
+    ref, ref_lse = reference_attention(q.double().numpy(), torch.cat([k, k2], 2).double().numpy(),
+                                       torch.cat([v, v2], 2).double().numpy(), return_lse=True)
+    assert np.abs(o.double().numpy() - ref).max() < 1e-5 and np.abs(lse.double().numpy() - ref_lse).max() < 1e-5
+    one_o, one_lse = merge_partials(oa.numpy(), la.numpy(), ob.numpy(), lb.numpy())   # the one definition
+    assert np.abs(o.double().numpy() - one_o).max() < 1e-6 and np.abs(lse.double().numpy() - one_lse).max() < 1e-6
 
 
 def test_launcher_errors():
