@@ -35,12 +35,14 @@ class CausalTileGridPlot(LivePlot):
     ``upto`` recolours the tiles in place; a new grid redraws (chapter 08)."""
 
     figsize = (5.4, 3.9)
+    tight = False               # fixed margins: the square grid and the legend beside it keep their places
 
     def draw(self, fig, kinds: np.ndarray, n: int, block_r: int, block_c: int, upto: int | None = None,
              title: str = ""):
         from matplotlib.patches import Patch, Rectangle
 
         tr, tc = kinds.shape
+        fig.subplots_adjust(left=0.1, right=0.7, bottom=0.13, top=0.92)
         ax = fig.add_subplot()
         rows = np.arange(n)
         ax.imshow(rows[None, :] <= rows[:, None], cmap="Greys", vmin=0, vmax=4, extent=(0, n, n, 0),

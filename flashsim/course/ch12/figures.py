@@ -17,8 +17,10 @@ class KernelIOPlot(LivePlot):
     New byte counts change the bar heights in place; another set of tensors redraws."""
 
     figsize = (6.4, 3.2)
+    tight = False               # fixed margins: the legend above the axes, the title under it
 
     def draw(self, fig, simulated: dict, measured: dict | None = None, title: str = ""):
+        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.17, top=0.8)
         ax = fig.add_subplot()
         self._names = [("load", t) for t in sorted(simulated["loads"])] + [("store", t)
                                                                           for t in sorted(simulated["stores"])]
