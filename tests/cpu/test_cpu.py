@@ -1,5 +1,4 @@
 """flashsim.cpu (chapter 10): the numba FlashAttention kernel is right, O(N) in memory, and rejects bad input."""
-import math
 import tracemalloc
 
 import numpy as np
@@ -14,20 +13,13 @@ from flashsim.cpu import (
     naive_extra_bytes,
 )
 from flashsim.errors import FlashsimError
+from flashsim.model.attention.reference import reference_attention
 from flashsim.model.hardware import get_device
 
 
 def reference(q, k, v, causal=False, sm_scale=None):
-    """Attention in float64 with the log-sum-exp: the ground truth."""
-    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
-    n, d = q.shape[-2], q.shape[-1]
-    s = q @ np.swapaxes(k, -1, -2) * (1 / math.sqrt(d) if sm_scale is None else sm_scale)
-    if causal:
-        s = np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, s)
-    mx = s.max(-1, keepdims=True)
-    p = np.exp(s - mx)
-    total = p.sum(-1, keepdims=True)
-    return (p / total) @ v, (mx + np.log(total))[..., 0]
+    """(o, lse) of the one float64 reference, flashsim.model.attention.reference: the ground truth."""
+    return reference_attention(q, k, v, causal, sm_scale=sm_scale, return_lse=True)
 
 
 def qkv(shape, seed=0, scale=1.0):
