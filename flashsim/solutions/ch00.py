@@ -8,6 +8,9 @@ from flashsim.model.hardware import get_device
 
 __all__ = ["tensor_bytes", "transfer_time"]
 
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"00.1": ("tensor_bytes",), "00.2": ("transfer_time",)}
+
 
 def tensor_bytes(shape, dtype) -> int:
     """Exercise 00.1: elements × bytes per element."""

@@ -6,6 +6,9 @@ from flashsim.model.hardware import get_device
 
 __all__ = ["matmul_intensity", "which_bound", "min_kernel_time"]
 
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"01.1": ("matmul_intensity",), "01.2": ("which_bound",), "01.3": ("min_kernel_time",)}
+
 
 def matmul_intensity(m, n, k, dtype) -> float:
     """Exercise 01.1: 2mnk FLOPs over (mk + kn + mn)·b bytes."""

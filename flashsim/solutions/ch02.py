@@ -5,6 +5,9 @@ from flashsim.model.dtypes import dtype_bytes
 
 __all__ = ["naive_hbm_bytes", "score_matrix_bytes"]
 
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"02.1": ("naive_hbm_bytes",), "02.2": ("score_matrix_bytes",)}
+
 
 def naive_hbm_bytes(n, d, dtype):
     """Exercise 02.1: reads Q, K (S = QKᵀ), S (softmax), P and V (O = PV); writes S, P, O."""

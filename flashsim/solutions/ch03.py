@@ -7,6 +7,9 @@ from flashsim.model.dtypes import dtype_bytes
 
 __all__ = ["tiled_qkt", "paper_blocks", "tile_fits"]
 
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"03.1": ("tiled_qkt",), "03.2": ("paper_blocks",), "03.3": ("tile_fits",)}
+
 
 def tiled_qkt(mem, n, d, block_r, block_c):
     """Exercise 03.1: S = Q Kᵀ tile by tile on a flashsim Memory. Q_i stays in SRAM while the K_j stream past."""

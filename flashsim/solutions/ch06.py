@@ -1,8 +1,10 @@
-"""Chapter 06 solutions (reference answers to :mod:`flashsim.course.ch06.checks`), plus plausible wrong answers the
-tests make sure the checkers reject."""
+"""Chapter 06 solutions (reference answers to :mod:`flashsim.course.ch06.checks`)."""
 from __future__ import annotations
 
 __all__ = ["naive_numpy_peak_bytes", "max_context_length"]
+
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"06.1": ("naive_numpy_peak_bytes",), "06.2": ("max_context_length",)}
 
 
 def naive_numpy_peak_bytes(n, d):
@@ -15,13 +17,12 @@ def naive_numpy_peak_bytes(n, d):
 
 
 def max_context_length(capacity_bytes, d, batch_heads, elem_bytes, algo):
-    """Largest N whose attention memory (chapter 06's model) fits: bisection on N over
-    flashsim.widgets.attention_memory_bytes, which grows with N (4·N·d·b per head, plus 2·N²·b for standard
-    attention's S and P, or 4·N for flash's fp32 logsumexp)."""
-    from flashsim.course.ch06.dashboards import attention_memory_bytes
-
+    """Largest N whose attention memory (chapter 06's model) fits: grow N until it does not fit, then bisect.
+    The model: every head holds Q, K, V, O (4·N·d·b), plus S and P for standard attention (2·N²·b) or the fp32
+    logsumexp for flash (4·N)."""
     def fits(n):
-        return attention_memory_bytes(algo, n, d, batch_heads, elem_bytes) <= capacity_bytes
+        extra = 2 * n * n * elem_bytes if algo == "naive" else 4 * n
+        return batch_heads * (4 * n * d * elem_bytes + extra) <= capacity_bytes
 
     lo, hi = 0, 1
     while fits(hi):          # grow until it does not fit
@@ -30,24 +31,3 @@ def max_context_length(capacity_bytes, d, batch_heads, elem_bytes, algo):
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
-
-
-# --- plausible wrong answers (tests check the checkers reject them) ------------------------------------------
-def wrong_naive_numpy_peak_bytes_s_and_p(n, d):
-    """Counts S and P as two N×N buffers (the numpy code softmaxes S in place)."""
-    return 4 * (2 * n * n + n * d)
-
-
-def wrong_naive_numpy_peak_bytes_linear(n, d):
-    """Forgets S altogether: only the N×d output."""
-    return 4 * n * d
-
-
-def wrong_max_context_length_first_misfit(capacity_bytes, d, batch_heads, elem_bytes, algo):
-    """Off by one: returns the first N that does *not* fit."""
-    return max_context_length(capacity_bytes, d, batch_heads, elem_bytes, algo) + 1
-
-
-def wrong_max_context_length_one_head(capacity_bytes, d, batch_heads, elem_bytes, algo):
-    """Forgets that every head (and every sequence of the batch) needs its own S."""
-    return max_context_length(capacity_bytes, d, 1, elem_bytes, algo)

@@ -1,10 +1,12 @@
-"""Chapter 07 solutions (reference answers to :mod:`flashsim.course.ch07.checks`), plus plausible wrong answers the
-tests make sure the checkers reject."""
+"""Chapter 07 solutions (reference answers to :mod:`flashsim.course.ch07.checks`)."""
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["recompute_p_tile", "backward_tile"]
+
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"07.1": ("recompute_p_tile",), "07.2": ("backward_tile",)}
 
 
 def recompute_p_tile(q_i, k_j, lse_i, scale):
@@ -26,23 +28,3 @@ def backward_tile(p, q_i, k_j, v_j, do_i, delta_i, scale):
     dp = do_i @ v_j.T
     ds = p * (dp - delta_i[:, None])
     return scale * (ds @ k_j), scale * (ds.T @ q_i), dv
-
-
-# --- plausible wrong answers (tests check the checkers reject them) ------------------------------------------
-def wrong_recompute_p_tile_local_softmax(q_i, k_j, lse_i, scale):
-    """Normalises each tile on its own (softmax over the tile's columns) instead of using the row's logsumexp."""
-    s = (q_i @ k_j.T) * scale
-    e = np.exp(s - s.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def wrong_backward_tile_no_delta(p, q_i, k_j, v_j, do_i, delta_i, scale):
-    """Forgets the softmax Jacobian's second term: dS = P ∘ dP."""
-    ds = p * (do_i @ v_j.T)
-    return scale * (ds @ k_j), scale * (ds.T @ q_i), p.T @ do_i
-
-
-def wrong_backward_tile_no_scale(p, q_i, k_j, v_j, do_i, delta_i, scale):
-    """Forgets the 1/√d of S = τ QKᵀ in dQ and dK."""
-    ds = p * (do_i @ v_j.T - delta_i[:, None])
-    return ds @ k_j, ds.T @ q_i, p.T @ do_i

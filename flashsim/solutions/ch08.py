@@ -1,10 +1,12 @@
-"""Chapter 08 solutions (reference answers to :mod:`flashsim.course.ch08.checks`), plus plausible wrong answers the
-tests make sure the checkers reject."""
+"""Chapter 08 solutions (reference answers to :mod:`flashsim.course.ch08.checks`)."""
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["causal_tile_kind", "causal_tile_mask", "causal_flops_fraction"]
+
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"08.1": ("causal_tile_kind",), "08.2": ("causal_tile_mask",), "08.3": ("causal_flops_fraction",)}
 
 
 def causal_tile_kind(i, j, block_r, block_c, n):
@@ -41,42 +43,3 @@ def causal_flops_fraction(n, block_r, block_c):
     tr, tc = n // block_r, n // block_c
     visited = sum(min(tc, -(-(i + 1) * block_r // block_c)) for i in range(tr))
     return visited / (tr * tc)
-
-
-# --- plausible wrong answers (tests check the checkers reject them) ------------------------------------------
-def wrong_causal_tile_kind_off_by_one(i, j, block_r, block_c, n):
-    """Off by one: skips a tile whose first column equals the block's last row (one visible element lost)."""
-    last_row = min((i + 1) * block_r, n) - 1
-    if j * block_c >= last_row:
-        return "skip"
-    return causal_tile_kind(i, j, block_r, block_c, n)
-
-
-def wrong_causal_tile_kind_never_skip(i, j, block_r, block_c, n):
-    """Correct output, no saving: masks every tile instead of skipping the ones above the diagonal."""
-    return "partial"
-
-
-def wrong_causal_tile_mask_strict(i, j, block_r, block_c, n):
-    """Wrong mask: c < r hides the diagonal, so query 0 sees nothing."""
-    rows = np.arange(i * block_r, min((i + 1) * block_r, n))
-    cols = np.arange(j * block_c, min((j + 1) * block_c, n))
-    return cols[None, :] < rows[:, None]
-
-
-def wrong_causal_tile_mask_local(i, j, block_r, block_c, n):
-    """Wrong mask: compares indices inside the tile, forgetting the tile's offsets (i·Br, j·Bc)."""
-    r = min((i + 1) * block_r, n) - i * block_r
-    c = min((j + 1) * block_c, n) - j * block_c
-    return np.arange(c)[None, :] <= np.arange(r)[:, None]
-
-
-def wrong_causal_flops_fraction_half(n, block_r, block_c):
-    """Forgets that the diagonal tiles are computed in full: exactly 1/2."""
-    return 0.5
-
-
-def wrong_causal_flops_fraction_square(n, block_r, block_c):
-    """Uses the square-block formula (T+1)/(2T) with T = N/Bc, wrong when Br != Bc."""
-    t = n // block_c
-    return (t + 1) / (2 * t)

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 __all__ = ["flash2_forward_bytes", "compulsory_dram_bytes"]
 
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"09.1": ("flash2_forward_bytes",), "09.2": ("compulsory_dram_bytes",)}
+
 
 def flash2_forward_bytes(n: int, d: int, block_r: int, elem_bytes: int, stats_bytes: int) -> int:
     """Exercise 09.1: reads Q once and K, V once per row block (T_r = ⌈N/B_r⌉); writes O and the logsumexp once."""

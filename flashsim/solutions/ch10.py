@@ -7,6 +7,9 @@ import numpy as np
 
 __all__ = ["step_working_set_bytes", "blocked_attention_numpy"]
 
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"10.1": ("blocked_attention_numpy",), "10.2": ("step_working_set_bytes",)}
+
 
 def step_working_set_bytes(block_r: int, block_c: int, d: int) -> int:
     """Exercise 10.2: float32 bytes one inner-loop step touches: Q block + accumulator, K and V blocks, S tile.

@@ -7,12 +7,17 @@ update are those of :func:`flashsim.kernels.flash_forward`'s loop, so it moves e
 """
 from __future__ import annotations
 
-# flashsim.kernels before triton: it decides TRITON_INTERPRET, which Triton reads at import and decoration time
-from flashsim import kernels as _kernels  # noqa: F401,I001
-import triton  # noqa: E402,F401
+from flashsim.kernels.runtime import select_backend
+
+select_backend()   # GPU or interpreter, decided before triton is imported
+
+import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 __all__ = ["flash_inner", "kernel_kv_bytes"]
+
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"12.1": ("flash_inner",), "12.2": ("kernel_kv_bytes",)}
 
 
 @triton.jit

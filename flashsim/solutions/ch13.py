@@ -1,10 +1,12 @@
-"""Chapter 13 solutions (reference answers to :mod:`flashsim.course.ch13.checks`), plus the plausible wrong answers
-the tests make sure the checkers reject."""
+"""Chapter 13 solutions (reference answers to :mod:`flashsim.course.ch13.checks`)."""
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["combine_by_logsumexp", "ring_bytes_per_device", "overlap_min_rows"]
+
+#: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
+SOLUTIONS = {"13.1": ("combine_by_logsumexp",), "13.2": ("ring_bytes_per_device",), "13.3": ("overlap_min_rows",)}
 
 
 def combine_by_logsumexp(o_parts, lse_parts):
@@ -18,18 +20,6 @@ def combine_by_logsumexp(o_parts, lse_parts):
     return o, lse
 
 
-def wrong_combine_mean(o_parts, lse_parts):
-    """Averages the partial outputs: right only when every chunk has the same softmax mass."""
-    o_parts = np.asarray(o_parts, np.float64)
-    return o_parts.mean(axis=0), np.asarray(lse_parts, np.float64).max(axis=0)
-
-
-def wrong_combine_no_max(o_parts, lse_parts):
-    """Right formula without the max: e^(L_s) overflows once the logsumexps are large."""
-    o_parts, lse_parts = np.asarray(o_parts, np.float64), np.asarray(lse_parts, np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        w = np.exp(lse_parts)
-        return (w[:, :, None] * o_parts).sum(axis=0) / w.sum(axis=0)[:, None], np.log(w.sum(axis=0))
 
 
 def ring_bytes_per_device(n, d, world, heads, elem_bytes, causal):
@@ -41,24 +31,8 @@ def ring_bytes_per_device(n, d, world, heads, elem_bytes, causal):
     return [(world - 1) * msg] * world
 
 
-def wrong_ring_bytes_causal_same(n, d, world, heads, elem_bytes, causal):
-    """Forgets that causal blocks need not travel around the wrap."""
-    return [(world - 1) * 2 * heads * (n // world) * d * elem_bytes] * world
-
-
-def wrong_ring_bytes_p_messages(n, d, world, heads, elem_bytes, causal):
-    """P messages per device: the last step sends a block nobody needs."""
-    msg = 2 * heads * (n // world) * d * elem_bytes
-    if causal:
-        return [(r + 1) * msg if r < world - 1 else 0 for r in range(world)]
-    return [world * msg] * world
 
 
 def overlap_min_rows(peak_flops, link_bytes_per_s, elem_bytes):
     """4n²d / F ≥ 2ndb / W  ⇔  n ≥ b·F / (2W)."""
     return elem_bytes * peak_flops / (2 * link_bytes_per_s)
-
-
-def wrong_overlap_f_over_w(peak_flops, link_bytes_per_s, elem_bytes):
-    """The paper's rule of thumb F/W: right for 2-byte elements only."""
-    return peak_flops / link_bytes_per_s

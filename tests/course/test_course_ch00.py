@@ -1,15 +1,11 @@
 """Chapter 00: the slider tour, the S-bytes plot, the verdict helper, and exercises 00.1-00.2."""
-import math
 
 import pytest
 from matplotlib.figure import Figure
 
-import flashsim.exercises as ex
 import flashsim.plots as plots
 import flashsim.widgets as widgets
 from flashsim.errors import FlashsimError
-from flashsim.course.ch00.checks import Verdict, run_cases
-from flashsim.solutions import ch00 as sol
 
 
 def test_slider_tour_update_without_a_kernel():
@@ -36,30 +32,6 @@ def test_slider_tour_show_builds_widgets():
 
 def test_plot_matrix_bytes_returns_figure():
     assert isinstance(plots.plot_matrix_bytes(4096, "bf16", "a100"), Figure)
-
-
-def test_run_cases_reports_exceptions_and_stubs(capsys):
-    def stub(*a):
-        raise NotImplementedError
-    v = run_cases("demo", stub, [(1,)], lambda x: x)
-    assert not v and "not implemented" in v.message
-    v = run_cases("demo", lambda x: 1 / 0, [(1,)], lambda x: x, quiet=True)
-    assert not v and "ZeroDivisionError" in v.message
-    v = run_cases("demo", lambda x: x * 2, [(1,), (2,)], lambda x: x * 2)
-    assert v and isinstance(v, Verdict) and "PASSED" in capsys.readouterr().out
-
-
-def test_check_tensor_bytes():
-    assert ex.check_tensor_bytes(sol.tensor_bytes, quiet=True)
-    assert not ex.check_tensor_bytes(lambda shape, dtype: math.prod(shape), quiet=True)       # forgot bytes/elem
-    assert not ex.check_tensor_bytes(lambda shape, dtype: math.prod(shape) * 2, quiet=True)   # fp16 everywhere
-
-
-def test_check_transfer_time():
-    assert ex.check_transfer_time(sol.transfer_time, quiet=True)
-    from flashsim import get_device
-    assert not ex.check_transfer_time(lambda b, dev: b / (get_device(dev).hbm_bandwidth_bytes_per_s / 1e9),
-                                      quiet=True)                                             # GB/s confusion
 
 
 def test_show_without_ipywidgets_returns_a_static_figure(hide_ipywidgets, capsys):

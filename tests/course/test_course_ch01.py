@@ -2,13 +2,10 @@
 import pytest
 from matplotlib.figure import Figure
 
-import flashsim.exercises as ex
 import flashsim.plots as plots
 import flashsim.widgets as widgets
 from flashsim import get_device
-from flashsim.model.dtypes import dtype_bytes
 from flashsim.errors import FlashsimError
-from flashsim.solutions import ch01 as sol
 
 
 def test_device_table_lists_every_gpu_preset():
@@ -48,22 +45,3 @@ def test_show_builds_widgets():
     assert type(widgets.RooflineDashboard().show()).__name__ == "VBox"
 
 
-def test_check_matmul_intensity():
-    assert ex.check_matmul_intensity(sol.matmul_intensity, quiet=True)
-    assert not ex.check_matmul_intensity(                     # forgot the bytes of writing C
-        lambda m, n, k, dt: 2 * m * n * k / ((m * k + k * n) * dtype_bytes(dt)), quiet=True)
-
-
-def test_check_which_bound():
-    assert ex.check_which_bound(sol.which_bound, quiet=True)
-    assert not ex.check_which_bound(                          # the inequality the wrong way round
-        lambda i, dev: "memory" if i >= get_device(dev).ridge_point_flops_per_byte else "compute", quiet=True)
-
-
-def test_check_min_kernel_time():
-    assert ex.check_min_kernel_time(sol.min_kernel_time, quiet=True)
-
-    def wrong(flops, nbytes, dev):                            # min instead of max
-        hw = get_device(dev)
-        return min(nbytes / hw.hbm_bandwidth_bytes_per_s, flops / hw.peak_matmul_flops)
-    assert not ex.check_min_kernel_time(wrong, quiet=True)

@@ -3,12 +3,9 @@ import pytest
 from matplotlib.figure import Figure
 
 import flashsim
-import flashsim.exercises as ex
 import flashsim.plots as plots
 import flashsim.widgets as widgets
-from flashsim.model.dtypes import dtype_bytes
 from flashsim.errors import FlashsimError
-from flashsim.solutions import ch02 as sol
 
 
 def test_algorithm0_stepper_counts_add_up():
@@ -64,15 +61,3 @@ def test_show_builds_widgets():
         assert type(w.show()).__name__ == "VBox"
 
 
-def test_check_naive_hbm_bytes():
-    assert ex.check_naive_hbm_bytes(sol.naive_hbm_bytes, quiet=True)
-
-    def p_not_reread(n, d, dtype):          # forgets that O = PV reads P back
-        b = dtype_bytes(dtype)
-        return (3 * n * d + n * n) * b, (2 * n * n + n * d) * b
-    assert not ex.check_naive_hbm_bytes(p_not_reread, quiet=True)
-
-
-def test_check_score_matrix_bytes():
-    assert ex.check_score_matrix_bytes(sol.score_matrix_bytes, quiet=True)
-    assert not ex.check_score_matrix_bytes(lambda n, b, h, dt: n * n * b * dtype_bytes(dt), quiet=True)  # no heads

@@ -1,5 +1,4 @@
 """Chapter 03: tiled QKᵀ stepper, tiling dashboard, exercises 03.1-03.3 (incl. an off-by-one block)."""
-import math
 
 import pytest
 from matplotlib.figure import Figure
@@ -7,7 +6,6 @@ from matplotlib.figure import Figure
 import flashsim.exercises as ex
 import flashsim.plots as plots
 import flashsim.widgets as widgets
-from flashsim.model.dtypes import dtype_bytes
 from flashsim.errors import FlashsimError
 from flashsim.solutions import ch03 as sol
 
@@ -44,63 +42,6 @@ def test_plot_tiling_and_show():
     assert type(widgets.TilingDashboard().show()).__name__ == "VBox"
 
 
-def test_check_tiled_qkt_accepts_solution():
-    assert ex.check_tiled_qkt(sol.tiled_qkt, quiet=True)
-
-
-def test_check_tiled_qkt_rejects_off_by_one_block():
-    def off_by_one(mem, n, d, br, bc):
-        for i, r0 in enumerate(range(0, n - br, br)):           # misses the last row block
-            rows = slice(r0, min(r0 + br, n))
-            q = mem.load("Q", rows=rows, tile=(i,))
-            for j, c0 in enumerate(range(0, n, bc)):
-                cols = slice(c0, min(c0 + bc, n))
-                k = mem.load("K", rows=cols, tile=(j,))
-                mem.store("S", q @ k.T, rows=rows, cols=cols, tile=(i, j))
-                mem.free(f"K{(j,)}")
-            mem.free(f"Q{(i,)}")
-    v = ex.check_tiled_qkt(off_by_one, quiet=True)
-    assert not v and "never written" in v.message
-
-
-def test_check_tiled_qkt_rejects_reloading_q_and_leaking_sram():
-    def reload_q(mem, n, d, br, bc):
-        for i, r0 in enumerate(range(0, n, br)):
-            rows = slice(r0, min(r0 + br, n))
-            for j, c0 in enumerate(range(0, n, bc)):
-                q = mem.load("Q", rows=rows, tile=(i,))        # Q_i reloaded for every tile
-                cols = slice(c0, min(c0 + bc, n))
-                k = mem.load("K", rows=cols, tile=(j,))
-                mem.store("S", q @ k.T, rows=rows, cols=cols, tile=(i, j))
-                mem.free(f"K{(j,)}", f"Q{(i,)}")
-    v = ex.check_tiled_qkt(reload_q, quiet=True)
-    assert not v and "bytes read" in v.message
-
-    def never_free(mem, n, d, br, bc):
-        for i, r0 in enumerate(range(0, n, br)):
-            q = mem.load("Q", rows=slice(r0, min(r0 + br, n)), tile=(i,))
-            for j, c0 in enumerate(range(0, n, bc)):
-                k = mem.load("K", rows=slice(c0, min(c0 + bc, n)), tile=(j,))
-                mem.store("S", q @ k.T, rows=slice(r0, min(r0 + br, n)), cols=slice(c0, min(c0 + bc, n)),
-                          tile=(i, j))
-    v = ex.check_tiled_qkt(never_free, quiet=True)
-    assert not v and "SRAM overflow" in v.message
-
-
-def test_check_paper_blocks():
-    assert ex.check_paper_blocks(sol.paper_blocks, quiet=True)
-
-    def no_min(sram, d, dt):
-        bc = math.ceil(sram // dtype_bytes(dt) / (4 * d))
-        return bc, bc
-    assert not ex.check_paper_blocks(no_min, quiet=True)
-
-    def floor(sram, d, dt):
-        bc = (sram // dtype_bytes(dt)) // (4 * d)
-        return min(bc, d), bc
-    assert not ex.check_paper_blocks(floor, quiet=True)
-
-
 def test_paper_blocks_agree_with_resolve_blocks_before_rounding():
     import flashsim
     br, bc = sol.paper_blocks(228 * 1024, 64, "fp16")
@@ -109,6 +50,3 @@ def test_paper_blocks_agree_with_resolve_blocks_before_rounding():
     assert (t.block_r, t.block_c) == (br, 1 << (bc.bit_length() - 1))
 
 
-def test_check_tile_fits():
-    assert ex.check_tile_fits(sol.tile_fits, quiet=True)
-    assert not ex.check_tile_fits(lambda br, bc, d, dt, s: (br + bc) * d * dtype_bytes(dt) <= s, quiet=True)

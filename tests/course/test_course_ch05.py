@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from flashsim.course.ch05 import checks as ex
-from flashsim.solutions import ch05 as sol
 from flashsim.course.ch05.dashboards import FlashStepper, TrafficDashboard, flash_vs_naive_errors, loop_order_bytes
 from flashsim.course.ch05 import figures as plots
 from flashsim.model.paper import PAPER_FIG2_MIDDLE_GB
@@ -60,29 +59,6 @@ def test_loop_order_bytes_and_plots():
     assert b["flash2"]["O"] == 256 * 32 * 2 and b["flash1"]["O"] > b["flash2"]["O"]
     assert plots.plot_loop_order(3, 4, b) is not None
     assert plots.figure_fa1_fig2_middle() is not None
-
-
-@pytest.mark.parametrize("check, good, bad", [
-    (ex.check_online_block_update, sol.online_block_update, [sol.wrong_online_block_update_no_rescale]),
-    (ex.check_flash2_forward_loop, sol.flash2_forward_loop,
-     [sol.wrong_flash2_forward_loop_q_in_inner_loop, sol.wrong_flash2_forward_loop_off_by_one]),
-    (ex.check_fa1_hbm_bytes, sol.fa1_hbm_bytes, [sol.wrong_fa1_hbm_bytes_floor, sol.wrong_fa1_hbm_bytes_no_stats]),
-])
-def test_checkers_accept_solution_and_reject_wrong_answers(check, good, bad, capsys):
-    assert check(good)
-    out = capsys.readouterr().out
-    assert out.startswith("✔") and "tensor" in out
-    for wrong in bad:
-        verdict = check(wrong)
-        assert not verdict
-        assert capsys.readouterr().out.startswith("✘")
-
-
-def test_checker_reports_a_stub_that_raises(capsys):
-    def stub(*args):
-        raise NotImplementedError("todo")
-    assert not ex.check_online_block_update(stub)
-    assert "not implemented yet" in capsys.readouterr().out
 
 
 def test_widget_wiring_without_a_kernel():

@@ -3,8 +3,7 @@ import json
 
 from flashsim import plots, widgets
 from flashsim.model import paper
-from flashsim.course.ch09.checks import check_compulsory_dram_bytes, check_flash2_bytes
-from flashsim.model.kernel_io import kernel_io
+from flashsim.course.ch09.checks import check_flash2_bytes
 from flashsim.solutions import ch09 as sol
 
 
@@ -66,17 +65,6 @@ def test_flash2_bytes_checker():
     off_by_one = lambda n, d, br, es, ss: n * d * es + (n // br) * 2 * n * d * es + n * d * es + n * ss  # noqa: E731
     assert not check_flash2_bytes(off_by_one)
     assert not check_flash2_bytes(lambda n, d, br, es, ss: 4 * n * d * es + n * ss)    # K/V read once
-
-
-def test_compulsory_dram_checker():
-    assert check_compulsory_dram_bytes(sol.compulsory_dram_bytes)
-
-    def requested(b, h, n, d, es):
-        io = kernel_io("flash_fwd", n, d, 128, 64, batch=b, heads=h, dtype={2: "fp16", 4: "fp32"}[es])
-        return io.load_bytes + io.store_bytes
-    v = check_compulsory_dram_bytes(requested)
-    assert not v and "requested" in v.message
-    assert not check_compulsory_dram_bytes(lambda b, h, n, d, es: b * h * 3 * n * d * es)   # writes forgotten
 
 
 def test_measured_block_sweep_follows_one_over_block():

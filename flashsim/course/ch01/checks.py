@@ -3,12 +3,39 @@ from __future__ import annotations
 
 from typing import Callable
 
+from flashsim.course.kit.checker import Suspect, Verdict, check_cases, exercise
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.hardware import get_device
 from flashsim.model.roofline import roofline
-from flashsim.course.ch00.checks import Verdict, run_cases
 
 __all__ = ["check_matmul_intensity", "check_which_bound", "check_min_kernel_time"]
+
+MATMUL_INTENSITY = exercise(
+    "01.1", "matmul intensity",
+    "fn(m, n, k, dtype) -> FLOP per byte of C = A B with A (m, k) and B (k, n) read once from HBM and C written "
+    "once.",
+    ("How many multiply-adds does C = A B need, and how many FLOPs is one multiply-add?",
+     "Count the bytes of all three matrices that cross HBM, in the dtype's element size.",
+     "intensity = 2·m·n·k / ((m·k + k·n + m·n) · dtype_bytes(dtype))"),
+    "check_matmul_intensity")
+
+WHICH_BOUND = exercise(
+    "01.2", "memory- or compute-bound",
+    "fn(intensity, device) -> 'memory' or 'compute': which resource limits an fp16 matmul-like kernel of this "
+    "arithmetic intensity on the preset.",
+    ("At what intensity do the memory time and the compute time of a kernel become equal?",
+     "The preset knows that crossing point: get_device(device).ridge_point_flops_per_byte.",
+     "'compute' if intensity >= ridge point else 'memory'"),
+    "check_which_bound")
+
+MIN_KERNEL_TIME = exercise(
+    "01.3", "roofline time",
+    "fn(flops, nbytes, device) -> seconds: the shortest time an fp16 kernel doing `flops` and moving `nbytes` can "
+    "take on the preset when loads and math overlap perfectly.",
+    ("If moving data and computing happen at the same time, which one decides when the kernel ends?",
+     "The preset has hbm_bandwidth_bytes_per_s and peak_matmul_flops.",
+     "max(nbytes / hbm_bandwidth_bytes_per_s, flops / peak_matmul_flops)"),
+    "check_min_kernel_time")
 
 
 def _intensity_ref(m, n, k, dtype) -> float:
@@ -16,12 +43,14 @@ def _intensity_ref(m, n, k, dtype) -> float:
 
 
 def check_matmul_intensity(fn: Callable, quiet: bool = False) -> Verdict:
-    """Exercise 01.1: ``fn(m, n, k, dtype) -> FLOP/byte`` of C = A B, A (m, k), B (k, n), each of A and B read
-    once from HBM and C written once, 2 FLOPs per multiply-add."""
+    """Exercise 01.1 (spec: ``exercises.hint("01.1")``)."""
     cases = [(4096, 4096, 4096, "fp16"), (1024, 1024, 64, "fp16"), (8192, 64, 8192, "fp32"), (1, 4096, 4096, "bf16")]
-    return run_cases("check_matmul_intensity", fn, cases, _intensity_ref, rel=1e-9,
-                     header=("m, n, k, dtype", "expected FLOP/B", "your FLOP/B"),
-                     hint="FLOPs = 2·m·n·k; bytes = (m·k + k·n + m·n)·b: A and B read, C written", quiet=quiet)
+    suspects = (Suspect("c_not_written", lambda m, n, k, dt: 2 * m * n * k / ((m * k + k * n) * dtype_bytes(dt)),
+                        "your bytes leave out one matrix: the result C is written to HBM too"),
+                Suspect("elements_not_bytes", lambda m, n, k, dt: 2 * m * n * k / (m * k + k * n + m * n),
+                        "your answers divide by elements, not bytes: the dtype's element size is missing"))
+    return check_cases(MATMUL_INTENSITY, fn, cases, _intensity_ref, rel=1e-9,
+                       header=("m, n, k, dtype", "expected FLOP/B", "your FLOP/B"), suspects=suspects, quiet=quiet)
 
 
 def _which_bound_ref(intensity, device) -> str:
@@ -29,13 +58,17 @@ def _which_bound_ref(intensity, device) -> str:
 
 
 def check_which_bound(fn: Callable, quiet: bool = False) -> Verdict:
-    """Exercise 01.2: ``fn(intensity, device) -> "memory" or "compute"`` for an fp16 matmul-like kernel, by
-    comparing the intensity with the preset's ridge point (peak fp16 matmul FLOP/s ÷ HBM bandwidth)."""
+    """Exercise 01.2 (spec: ``exercises.hint("01.2")``)."""
     cases = [(16.0, "h200"), (500.0, "h200"), (150.0, "a100"), (250.0, "a100"), (1.0, "t4"), (1000.0, "t4"),
-             (206.0, "h200")]
-    return run_cases("check_which_bound", fn, cases, _which_bound_ref, header=("I, device", "expected", "yours"),
-                     hint="ridge = get_device(device).ridge_point_flops_per_byte; at or above it: compute-bound",
-                     quiet=quiet)
+             (206.0, "h200"), (206.5, "h200")]
+    flip = {"compute": "memory", "memory": "compute"}
+    suspects = (Suspect("reversed", lambda i, dev: flip[_which_bound_ref(i, dev)],
+                        "every answer is the opposite: a high intensity means many FLOPs per byte"),
+                Suspect("fixed_ridge", lambda i, dev: "compute" if i >= 200 else "memory",
+                        "your answers fit one ridge point for every device: each preset has its own "
+                        "(206.04 FLOP/B on the H200)"))
+    return check_cases(WHICH_BOUND, fn, cases, _which_bound_ref, header=("I, device", "expected", "yours"),
+                       suspects=suspects, quiet=quiet)
 
 
 def _min_time_ref(flops, nbytes, device) -> float:
@@ -43,10 +76,20 @@ def _min_time_ref(flops, nbytes, device) -> float:
 
 
 def check_min_kernel_time(fn: Callable, quiet: bool = False) -> Verdict:
-    """Exercise 01.3: ``fn(flops, nbytes, device) -> seconds``: the roofline time of an fp16 kernel, assuming
-    loads and math overlap perfectly: the larger of the memory time and the compute time."""
+    """Exercise 01.3 (spec: ``exercises.hint("01.3")``)."""
     cases = [(4 * 4096 ** 2 * 64, (3 * 4096 * 64 + 2 * 4096 ** 2) * 2 + (2 * 4096 ** 2 + 4096 * 64) * 2, "h200"),
              (2 * 4096 ** 3, 3 * 4096 ** 2 * 2, "h200"), (10 ** 12, 10 ** 9, "a100"), (10 ** 9, 10 ** 9, "t4")]
-    return run_cases("check_min_kernel_time", fn, cases, _min_time_ref, rel=1e-9,
-                     header=("FLOPs, bytes, device", "expected s", "your s"),
-                     hint="max(bytes / hbm_bandwidth_bytes_per_s, flops / peak_matmul_flops)", quiet=quiet)
+
+    def mem(f, b, dev):
+        return b / get_device(dev).hbm_bandwidth_bytes_per_s
+
+    def comp(f, b, dev):
+        return f / get_device(dev).peak_matmul_flops
+    suspects = (Suspect("sum_not_max", lambda f, b, dev: mem(f, b, dev) + comp(f, b, dev),
+                        "your answers add the two times: with perfect overlap they run at the same time"),
+                Suspect("memory_only", mem, "your answers are the memory time alone: a compute-bound case is "
+                        "limited by the math"),
+                Suspect("compute_only", comp, "your answers are the compute time alone: a memory-bound case is "
+                        "limited by the bytes"))
+    return check_cases(MIN_KERNEL_TIME, fn, cases, _min_time_ref, rel=1e-9,
+                       header=("FLOPs, bytes, device", "expected s", "your s"), suspects=suspects, quiet=quiet)

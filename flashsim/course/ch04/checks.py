@@ -6,42 +6,82 @@ from typing import Callable
 
 import numpy as np
 
-from flashsim.course.ch00.checks import Verdict, run_cases
+from flashsim.course.kit.checker import Suspect, Verdict, check_cases, exercise
+from flashsim.model.attention.online_softmax import merge, one_shot_softmax_stats
 
 __all__ = ["check_online_update", "check_softmax_merge", "check_safe_softmax"]
 
+ONLINE_UPDATE = exercise(
+    "04.1", "online softmax update",
+    "fn(m, l, block) -> (m_new, l_new): the running max and the running sum of exponentials (relative to the "
+    "running max) after one more block of scores. The empty state is (-inf, 0).",
+    ("After a block with a larger score arrives, what was the old sum measured relative to?",
+     "The new max is easy; the old sum must be expressed relative to it before the block's terms are added.",
+     "m_new = max(m, max(block)); l_new = l·e^(m − m_new) + Σ e^(x − m_new)"),
+    "check_online_update")
+
+SOFTMAX_MERGE = exercise(
+    "04.2", "merge two partial softmaxes",
+    "fn((m_a, l_a), (m_b, l_b)) -> (m, l): the statistics of a row from those of two disjoint parts of it. "
+    "(-inf, 0) is an empty part.",
+    ("Each part's sum was computed relative to its own max. Relative to what must the merged sum be?",
+     "Bring both sums to the common max before adding them.",
+     "M = max(m_a, m_b); l = l_a·e^(m_a − M) + l_b·e^(m_b − M)"),
+    "check_softmax_merge")
+
+SAFE_SOFTMAX = exercise(
+    "04.3", "softmax safe in fp16",
+    "fn(x) -> p: the softmax of one float16 row of scores, computed in float16 throughout (no upcasting), finite "
+    "for scores up to 20.",
+    ("What is e^20 in float16?",
+     "Softmax does not change when the same number is subtracted from every score. Which number makes every "
+     "exponential at most 1?",
+     "p = e^(x − max x) / Σ e^(x − max x)"),
+    "check_safe_softmax")
+
 
 def _update_ref(m, l, block):
-    from flashsim.model.attention.online_softmax import merge, one_shot_softmax_stats
     return tuple(merge((m, l), one_shot_softmax_stats(block)))
 
 
+def _as_floats(fn):
+    return lambda *a: tuple(float(v) for v in fn(*a))
+
+
 def check_online_update(fn: Callable, quiet: bool = False) -> Verdict:
-    """Exercise 04.1: ``fn(m, l, block) -> (m_new, l_new)``: fold one block of scores into the running max m and
-    sum l = Σ e^(x − m). The empty state is (m, l) = (-inf, 0)."""
+    """Exercise 04.1 (spec: ``exercises.hint("04.1")``)."""
     cases = [(-math.inf, 0.0, (1.0, 3.0)), (3.0, math.exp(-2) + 1.0, (2.0, 5.0)), (5.0, 1.2, (0.0, 1.0, 2.0)),
              (0.0, 1.0, (4.0,)), (2.0, 3.0, (-1.0, 2.0, 8.0, 0.5))]
-    return run_cases("check_online_update", lambda m, l, b: tuple(float(v) for v in fn(m, l, list(b))), cases,
-                     _update_ref, rel=1e-6, header=("m, l, block", "expected (m, l)", "your (m, l)"),
-                     describe=lambda m, l, b: f"m={m:g}, l={l:.4g}, block={list(b)}",
-                     hint="m_new = max(m, max(block)); l_new = l·e^(m − m_new) + Σ e^(x − m_new) — the old sum was "
-                          "relative to the old max, so it must be rescaled", quiet=quiet)
+
+    def no_rescale(m, l, b):
+        mn = max(m, max(b))
+        return mn, l + sum(math.exp(x - mn) for x in b)
+    suspects = (Suspect("missing_rescale", no_rescale, "your new sum adds the block to the old sum unchanged: "
+                        "the old sum was relative to the old max, and the max grew"),
+                Suspect("no_max_subtraction", lambda m, l, b: (max(m, max(b)), l + sum(math.exp(x) for x in b)),
+                        "your sum adds e^x: every term must be relative to the running max"))
+    return check_cases(ONLINE_UPDATE, _as_floats(lambda m, l, b: fn(m, l, list(b))), cases,
+                       _update_ref, rel=1e-6, header=("m, l, block", "expected (m, l)", "your (m, l)"),
+                       describe=lambda m, l, b: f"m={m:g}, l={l:.4g}, block={list(b)}", suspects=suspects,
+                       quiet=quiet)
 
 
 def _merge_ref(a, b):
-    from flashsim.model.attention.online_softmax import merge
     return tuple(merge(a, b))
 
 
 def check_softmax_merge(fn: Callable, quiet: bool = False) -> Verdict:
-    """Exercise 04.2: ``fn((m_a, l_a), (m_b, l_b)) -> (m, l)``: combine the softmax statistics of two disjoint
-    parts of a row. (-inf, 0) is an empty part."""
+    """Exercise 04.2 (spec: ``exercises.hint("04.2")``)."""
     cases = [((3.0, 1.135), (5.0, 1.0498)), ((5.0, 1.0), (3.0, 2.0)), ((0.0, 4.0), (0.0, 4.0)),
              ((-math.inf, 0.0), (2.0, 1.5)), ((10.0, 1.0), (-3.0, 7.0))]
-    return run_cases("check_softmax_merge", lambda a, b: tuple(float(v) for v in fn(a, b)), cases, _merge_ref,
-                     rel=1e-6, header=("(m_a, l_a), (m_b, l_b)", "expected (m, l)", "your (m, l)"),
-                     hint="M = max(m_a, m_b); each sum is relative to its own max: l = l_a·e^(m_a − M) + "
-                          "l_b·e^(m_b − M)", quiet=quiet)
+    suspects = (Suspect("missing_rescale", lambda a, b: (max(a[0], b[0]), a[1] + b[1]),
+                        "your merged sum adds the two sums as they are: each is relative to its own max"),
+                Suspect("one_side_rescaled", lambda a, b: (max(a[0], b[0]), a[1] * math.exp(a[0] - max(a[0], b[0]))
+                                                           + b[1]),
+                        "only the first part's sum is rescaled: the second part's max can be the smaller one too"))
+    return check_cases(SOFTMAX_MERGE, _as_floats(fn), cases, _merge_ref, rel=1e-6,
+                       header=("(m_a, l_a), (m_b, l_b)", "expected (m, l)", "your (m, l)"), suspects=suspects,
+                       quiet=quiet)
 
 
 _SAFE_ROWS = [(1.0, 3.0, 2.0, 5.0), (10.0, 12.0, 20.0), (-30.0, -28.0, -29.5), (0.0, 0.0, 0.0, 0.0),
@@ -55,16 +95,19 @@ def _safe_ref(row):
 
 
 def check_safe_softmax(fn: Callable, quiet: bool = False) -> Verdict:
-    """Exercise 04.3: ``fn(x) -> p`` with x a numpy float16 array (one row of scores): the softmax computed in
-    float16 throughout (no upcasting), which must stay finite for scores up to 20 (e^20 overflows fp16)."""
+    """Exercise 04.3 (spec: ``exercises.hint("04.3")``): float16 output, within fp16 rounding of the exact
+    softmax."""
     def run(row):
-        with np.errstate(all="ignore"):   # an overflow is reported in the verdict, not as a warning
-            out = np.asarray(fn(np.asarray(row, dtype=np.float16)))
+        out = np.asarray(fn(np.asarray(row, dtype=np.float16)))
         if out.dtype != np.float16:
-            raise TypeError(f"got a {out.dtype} array: compute in float16 throughout (no upcasting), as a kernel "
-                            "keeping fp16 values would")
+            return f"a {out.dtype} array (compute in float16 throughout: no upcasting)"
         return [float(v) for v in out.astype(np.float64).ravel()]
-    return run_cases("check_safe_softmax", run, [(r,) for r in _SAFE_ROWS], _safe_ref, rel=5e-3, abs_tol=2e-3,
-                     header=("x (fp16)", "expected softmax", "yours"),
-                     hint="subtract the row max before np.exp: every e^(x − m) is then ≤ 1, and their sum ≤ len(x)",
-                     quiet=quiet)
+
+    def by_max(row):
+        x = np.asarray(row, np.float64)
+        e = np.exp(x - x.max())
+        return [float(v) for v in e / e.max()]
+    suspects = (Suspect("normalised_by_max", by_max, "your row is divided by its largest term, not by the sum: "
+                        "a softmax sums to 1"),)
+    return check_cases(SAFE_SOFTMAX, run, [(r,) for r in _SAFE_ROWS], _safe_ref, rel=5e-3, abs_tol=2e-3,
+                       header=("x (fp16)", "expected softmax", "yours"), suspects=suspects, quiet=quiet)

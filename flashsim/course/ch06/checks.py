@@ -8,74 +8,100 @@ from __future__ import annotations
 
 import numpy as np
 
-from flashsim.course import Table
-from flashsim.course.ch00.checks import Verdict
-from flashsim.course.ch05.checks import finish, raised
+from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, call_learner, check_cases, error_verdict,
+                                         exercise, verdict)
+from flashsim.cpu import naive_attention_numpy
+from flashsim.measure.peak_memory import peak_memory_cpu
+from flashsim.model.hardware import HBM_CAPACITY_BYTES
+from flashsim.model.table import Table
 
 __all__ = ["check_naive_numpy_peak_bytes", "check_max_context_length"]
 
+NAIVE_PEAK = exercise(
+    "06.1", "the naive implementation's peak memory",
+    "fn(n, d) -> bytes: the peak memory flashsim.cpu.naive_attention_numpy allocates on one float32 (N, d) head. "
+    "The checker measures it (tracemalloc) and accepts predictions within 3 %.",
+    ("Which arrays does naive_attention_numpy create, and which of them exist at the same moment?",
+     "Read its source (inspect.getsource): is the softmax computed into a new array or in place?",
+     "4·(N² + 2·N + N·d) bytes: S (softmaxed in place), the row max and sum, and O"),
+    "check_naive_numpy_peak_bytes")
 
-def _table(header, rows) -> Table:
-    return Table(list(header), [list(r) for r in rows])
+MAX_CONTEXT = exercise(
+    "06.2", "the longest context that fits",
+    "fn(capacity_bytes, d, batch_heads, elem_bytes, algo) -> N: the largest N whose attention memory (chapter 06's "
+    "model) fits in capacity_bytes, for algo 'naive' or 'flash'.",
+    ("The memory grows with N. How do you find the last N below a limit without trying every N?",
+     "Chapter 06's model counts Q, K, V, O for every head, plus S and P (naive) or the logsumexp (flash); grow N "
+     "until it no longer fits, then bisect.",
+     "largest N with batch_heads·(4·N·d·b + 2·N²·b [naive] or + 4·N [flash]) <= capacity"),
+    "check_max_context_length")
+
+
+def _attention_memory_bytes(algo: str, n: int, d: int, batch_heads: int, elem_bytes: int) -> int:
+    """Chapter 06's memory model (the dashboard's attention_memory_bytes; to be read from the model layer once it
+    holds it): Q, K, V, O per head, plus S and P (naive) or the fp32 logsumexp (flash)."""
+    per_head = 4 * n * d * elem_bytes + (2 * n * n * elem_bytes if algo == "naive" else 4 * n)
+    return batch_heads * per_head
+
+
+def _largest_n(cap, d, bh, b, algo) -> int:
+    lo, hi = 0, 1
+    while _attention_memory_bytes(algo, hi, d, bh, b) <= cap:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _attention_memory_bytes(algo, mid, d, bh, b) <= cap else (lo, mid)
+    return lo
 
 
 def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel_tol: float = 0.03,
                                  quiet: bool = False) -> Verdict:
-    """Exercise 06.1: ``fn(n, d) -> bytes``, the peak memory :func:`flashsim.cpu.naive_attention_numpy` allocates
-    on one float32 (N, d) head. The checker *measures* it with :func:`flashsim.measure.peak_memory.peak_memory_cpu`
-    (tracemalloc) and accepts predictions within 3 %.
-
-    Introduced in chapter 06.
-    """
-    from flashsim.cpu import naive_attention_numpy
-    from flashsim.measure.peak_memory import peak_memory_cpu
-    name = "naive_numpy_peak_bytes"
+    """Exercise 06.1: predictions against :func:`flashsim.measure.peak_memory.peak_memory_cpu` (tracemalloc)."""
     rng = np.random.default_rng(0)
-    rows, worst = [], 0.0
+    rows, ratios = [], []
     for n in ns:
         q, k, v = (rng.standard_normal((n, d), dtype=np.float32) for _ in range(3))
         measured = peak_memory_cpu(naive_attention_numpy, q, k, v, method="tracemalloc")
         try:
-            got = int(fn(n, d))
-        except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"{raised(exc)} (N={n}, d={d})", quiet=quiet)
-        rel = got / measured - 1
-        worst = max(worst, abs(rel))
-        rows.append((n, got, measured, f"{rel:+.1%}", "✔" if abs(rel) <= rel_tol else "✘"))
-    table = _table(("N", "your bytes", "measured bytes", "difference", "ok"), rows)
-    if worst > rel_tol:
-        return finish(name, False, f"off by up to {worst:.0%} from the measured peak: which N×N buffers exist at the "
-                                   "same time? (read flashsim.cpu.naive_attention_numpy: the softmax is in place)",
-                      table, worst=worst, quiet=quiet)
-    return finish(name, True, f"within {worst:.1%} of tracemalloc's measurement at every N: the N² term is it",
-                  table, worst=worst, quiet=quiet)
+            got = int(call_learner(fn, n, d))
+        except LearnerError as err:
+            return error_verdict(NAIVE_PEAK, err, f"N={n}, d={d}", quiet=quiet)
+        ratios.append(got / measured)
+        rows.append([n, got, measured, f"{got / measured - 1:+.1%}", "✔" if abs(got / measured - 1) <= rel_tol
+                     else "✘"])
+    table = Table(["N", "your bytes", "measured bytes", "difference", "ok"], rows)
+    worst = max(abs(r - 1) for r in ratios)
+    if worst <= rel_tol:
+        return verdict(NAIVE_PEAK, True, f"within {worst:.1%} of tracemalloc's measurement at every N: the N² term "
+                       "is it", table=table, worst=worst, quiet=quiet)
+    last = ratios[-1]
+    if abs(last - 2) < 0.1:
+        key, why = "two_nxn_buffers", ("at large N you predict twice the measurement: you count two N×N buffers "
+                                       "where one exists at a time")
+    elif last < 0.2 and ratios[0] > last:
+        key, why = "no_n2_term", "your prediction falls further behind as N grows: the N×N term is missing"
+    elif max(ratios) - min(ratios) < 0.02:
+        key, why = "constant_factor", (f"every prediction is {last:.3g}× the measurement: a constant factor (the "
+                                       "element size?) is off")
+    else:
+        key, why = "mismatch", "the predictions follow neither the measurement nor a constant multiple of it"
+    return verdict(NAIVE_PEAK, False, f"off by up to {worst:.0%} from the measured peak (✘ rows): {why}",
+                   diagnosis=key, table=table, worst=worst, quiet=quiet)
 
 
 def check_max_context_length(fn, quiet: bool = False) -> Verdict:
-    """Exercise 06.2: ``fn(capacity_bytes, d, batch_heads, elem_bytes, algo) -> N``, the largest N whose attention
-    memory (chapter 06's model, :func:`flashsim.widgets.attention_memory_bytes`) fits in `capacity_bytes`, for
-    algo "naive" or "flash"."""
-    from flashsim.solutions.ch06 import max_context_length
-    from flashsim.course.ch06.dashboards import HBM_CAPACITY_BYTES, attention_memory_bytes
-    name = "max_context_length"
-    cases = [(HBM_CAPACITY_BYTES["h200"], 128, 32, 2), (HBM_CAPACITY_BYTES["a100"], 64, 16 * 8, 2),
-             (HBM_CAPACITY_BYTES["t4"], 64, 1, 4), (10**6, 16, 3, 2)]
-    rows = []
-    for cap, d, bh, b in cases:
-        for algo in ("naive", "flash"):
-            want = max_context_length(cap, d, bh, b, algo)
-            try:
-                got = int(fn(cap, d, bh, b, algo))
-            except Exception as exc:  # noqa: BLE001
-                return finish(name, False, f"{raised(exc)}", quiet=quiet)
-            used = attention_memory_bytes(algo, got, d, bh, b)
-            rows.append((algo, f"{cap / 1e9:g} GB", d, bh, b, got, want, f"{used / 1e9:.4g} GB",
-                         "✔" if got == want else "✘"))
-            if got != want:
-                why = ("does not fit: that N needs more than the capacity" if used > cap else
-                       "fits, but a larger N fits too")
-                table = _table(("algo", "capacity", "d", "heads", "b", "your N", "largest N", "your N needs", "ok"), rows)
-                return finish(name, False, f"{algo}, {cap:,.0f} B, d={d}, {bh} heads, b={b}: N={got:,} {why} "
-                                           f"(largest is {want:,})", table, quiet=quiet)
-    table = _table(("algo", "capacity", "d", "heads", "b", "your N", "largest N", "your N needs", "ok"), rows)
-    return finish(name, True, "the longest contexts are right for both algorithms", table, quiet=quiet)
+    """Exercise 06.2: for both algorithms, against the largest N of chapter 06's memory model."""
+    cases = [(HBM_CAPACITY_BYTES["h200"], 128, 32, 2, algo) for algo in ("naive", "flash")] + \
+            [(HBM_CAPACITY_BYTES["a100"], 64, 16 * 8, 2, algo) for algo in ("naive", "flash")] + \
+            [(HBM_CAPACITY_BYTES["t4"], 64, 1, 4, algo) for algo in ("naive", "flash")] + \
+            [(10**6, 16, 3, 2, algo) for algo in ("naive", "flash")]
+    suspects = (Suspect("first_misfit", lambda c, d, bh, b, a: _largest_n(c, d, bh, b, a) + 1,
+                        "each of your N is one too large: it is the first N that no longer fits"),
+                Suspect("one_head", lambda c, d, bh, b, a: _largest_n(c, d, 1, b, a),
+                        "your N fits one head: every head of every sequence holds its own tensors"),
+                Suspect("algo_ignored", lambda c, d, bh, b, a: _largest_n(c, d, bh, b, "flash"),
+                        "your N is flash's for both algorithms: standard attention also holds S and P"))
+    return check_cases(MAX_CONTEXT, fn, cases, _largest_n,
+                       header=("capacity B, d, heads, b, algo", "largest N", "your N"),
+                       describe=lambda c, d, bh, b, a: f"{c / 1e9:g} GB, d={d}, {bh} heads, b={b}, {a}",
+                       suspects=suspects, quiet=quiet)

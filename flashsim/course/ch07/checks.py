@@ -1,41 +1,110 @@
 """Chapter 07 exercises: the backward pass by recomputation (Algorithm 4 in FA2's form).
 
-The checkers plug the learner's tile functions into an Algorithm-4 loop on the simulated memory, compare the
-gradients with float64 ones, and print the loop's read/write table next to :func:`flashsim.traffic`'s backward
-count (the two must agree byte for byte: recomputation reads Q, K, V, dO, L and D, never an N×N P).
+07.1 grades the learner's recomputed probability tiles against the exact softmax probabilities; 07.2 plugs the
+learner's tile backward into an Algorithm-4 loop on the simulated memory, compares the gradients with the model's
+float64 ones and prints the loop's read/write table next to :func:`flashsim.traffic`'s backward count (they agree
+byte for byte: recomputation reads Q, K, V, dO, L and D, never an N×N P).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from flashsim.course.kit.checker import (LearnerError, Verdict, call_learner, error_verdict, exercise, io_rows,
+                                         random_qkv, verdict)
+from flashsim.model.attention.reference import reference_attention, reference_attention_grads, softmax_scale
 from flashsim.model.memory import Memory
-from flashsim.course.ch00.checks import Verdict
-from flashsim.course.ch05.checks import _qkv, finish, rw_table, raised
+from flashsim.model.simulator import traffic
+from flashsim.model.table import Table
 
 __all__ = ["check_recompute_p_tile", "check_backward_tile"]
+
+RECOMPUTE_P = exercise(
+    "07.1", "recompute a probability tile",
+    "fn(q_i, k_j, lse_i, scale) -> P_ij (Br, Bc): the forward pass's softmax probabilities of tile (i, j), rebuilt "
+    "from Q_i, K_j and the saved logsumexp L_i alone.",
+    ("The forward pass saved one number per row, L = m + log ℓ. What is e^(s − L) for a score s of that row?",
+     "Recompute the tile's scores exactly as the forward did (with the scale), then use L in place of both the max "
+     "and the sum.",
+     "P_ij = exp(scale · Q_i K_jᵀ − L_i[:, None])"),
+    "check_recompute_p_tile")
+
+BACKWARD_TILE = exercise(
+    "07.2", "one tile of the backward pass",
+    "fn(p, q_i, k_j, v_j, do_i, delta_i, scale) -> (dq_i, dk_j, dv_j): tile (i, j)'s contributions to the three "
+    "gradients, with delta_i = D_i = rowsum(dO_i ∘ O_i).",
+    ("O = P V: which gradient needs only P and dO? And what does the softmax's Jacobian do to dP?",
+     "dV from Pᵀ and dO; dP from dO and V; the softmax turns dP into dS using D; dQ and dK come from dS and carry "
+     "the scale of S = scale·QKᵀ.",
+     "dV = Pᵀ dO; dP = dO Vᵀ; dS = P ∘ (dP − D); dQ = scale·dS K; dK = scale·dSᵀ Q"),
+    "check_backward_tile")
 
 _CASES = ((16, 8, 4, 4), (22, 8, 8, 4))  # (N, d, Br, Bc): square and ragged
 
 
-def _forward_reference(q, k, v):
-    """Float64 O and logsumexp L (the forward's saved outputs)."""
-    s = (q.astype(np.float64) @ k.T.astype(np.float64)) / math.sqrt(q.shape[1])
-    m = s.max(axis=1)
-    e = np.exp(s - m[:, None])
-    lse = m + np.log(e.sum(axis=1))
-    return (e / e.sum(axis=1, keepdims=True)) @ v, lse
+def _exact_p(q, k):
+    """The forward's probabilities, float64 (N, N), and its logsumexp (N,)."""
+    tau = softmax_scale(q.shape[1])
+    _, lse = reference_attention(q, k, k, sm_scale=tau, return_lse=True)
+    return np.exp((q.astype(np.float64) @ k.T.astype(np.float64)) * tau - lse[:, None]), lse
 
 
-def _alg4_loop(recompute_p, backward_tile, q, k, v, do, block_r, block_c):
-    """FA2-form Algorithm 4 on a Memory (fp32): preprocess D = rowsum(dO∘O), then outer loop over K/V blocks j,
-    inner over Q blocks i, with P recomputed from L. Returns ((dq, dk, dv), counters of the backward)."""
-    from flashsim.solutions import ch07 as ref
-    recompute_p = recompute_p or ref.recompute_p_tile
-    backward_tile = backward_tile or ref.backward_tile
+def check_recompute_p_tile(fn, quiet: bool = False) -> Verdict:
+    """Exercise 07.1: every tile of P against the exact probabilities, on square and ragged tilings."""
+    rows, worst = [], 0.0
+    for case, (n, d, br, bc) in enumerate(_CASES):
+        q, k, _ = random_qkv(n, d, 20 + case)
+        p, lse = _exact_p(q, k)
+        tau = softmax_scale(d)
+        for i0 in range(0, n, br):
+            for j0 in range(0, n, bc):
+                where = f"N={n}, d={d}, tile rows {i0}.., cols {j0}.."
+                qi, kj, li = q[i0:i0 + br], k[j0:j0 + bc], lse[i0:i0 + br].astype(np.float32)
+                try:
+                    got = np.asarray(call_learner(fn, qi.copy(), kj.copy(), li.copy(), tau), np.float64)
+                except LearnerError as err:
+                    return error_verdict(RECOMPUTE_P, err, where, quiet=quiet)
+                want = p[i0:i0 + br, j0:j0 + bc]
+                if got.shape != want.shape:
+                    return verdict(RECOMPUTE_P, False, f"P tile has shape {got.shape}, expected {want.shape} "
+                                   f"({where})", diagnosis="wrong_shape", quiet=quiet)
+                err = float(np.abs(got - want).max()) if np.isfinite(got).all() else np.inf
+                worst = max(worst, err)
+                if not err < 1e-5:
+                    s = (qi.astype(np.float64) @ kj.T) * tau
+                    with np.errstate(all="ignore"):
+                        tile_softmax = np.exp(s - s.max(1, keepdims=True))
+                        tile_softmax /= tile_softmax.sum(1, keepdims=True)
+                        unscaled = np.exp(qi.astype(np.float64) @ kj.T - li[:, None])
+                        plus_l = np.exp(s + li[:, None])
+                    if not np.isfinite(got).all():
+                        key, why = "non_finite", "the tile holds NaN/inf where every exact probability is in [0, 1]"
+                    elif np.allclose(got, tile_softmax, atol=1e-5):
+                        key, why = "normalised_per_tile", ("each row of your tile sums to 1 over the tile's own "
+                                                           "columns: the row's probabilities are spread over all "
+                                                           "its tiles, and L says how")
+                    elif np.allclose(got, unscaled, atol=1e-5, rtol=1e-4):
+                        key, why = "wrong_scale", ("your tile equals exp(Q Kᵀ − L): the scores the forward "
+                                                   "exponentiated were scaled")
+                    elif np.allclose(got, plus_l, rtol=1e-4):
+                        key, why = "sign_of_l", "your tile equals exp(s + L): L is subtracted"
+                    else:
+                        key, why = "wrong_values", f"max |P − exact| = {err:.3g}"
+                    rows.append([f"N={n}, Br={br}, Bc={bc}", f"{err:.2g}", "✘"])
+                    return verdict(RECOMPUTE_P, False, f"{why} ({where})", diagnosis=key,
+                                   table=Table(["case", "max |P − exact|", "ok"], rows), max_error=err,
+                                   quiet=quiet)
+        rows.append([f"N={n}, Br={br}, Bc={bc}", f"{worst:.2g}", "✔"])
+    return verdict(RECOMPUTE_P, True, f"every tile equals the forward's probabilities (max error {worst:.1e}), "
+                   "rebuilt from L alone", table=Table(["case", "max |P − exact|", "ok"], rows), max_error=worst,
+                   quiet=quiet)
+
+
+def _alg4_loop(backward_tile, q, k, v, do, block_r, block_c):
+    """FA2-form Algorithm 4 on a Memory (fp32) with exact P tiles and the learner's tile backward: preprocess
+    D = rowsum(dO∘O), outer loop over K/V blocks j, inner over Q blocks i. Returns ((dq, dk, dv), counters)."""
     n, d = q.shape
-    o, lse = _forward_reference(q, k, v)
+    o, lse = reference_attention(q, k, v, return_lse=True)
+    p_all, _ = _exact_p(q, k)
     mem = Memory(sram_capacity_bytes=1 << 30, dtype="fp32", record_events=False)
     for name, x in (("Q", q), ("K", k), ("V", v), ("O", o), ("dO", do)):
         mem.put(name, x)
@@ -44,7 +113,7 @@ def _alg4_loop(recompute_p, backward_tile, q, k, v, do, block_r, block_c):
     mem.empty("dQ", (n, d), fill=0.0)   # zeroed before the loop: a memset, not counted
     mem.empty("dK", (n, d))
     mem.empty("dV", (n, d))
-    scale = 1.0 / math.sqrt(d)
+    tau = softmax_scale(d)
     for i, i0 in enumerate(range(0, n, block_r)):
         rs = slice(i0, min(i0 + block_r, n))
         o_i, do_i = mem.load("O", rs, tile=(i,)), mem.load("dO", rs, tile=(i,))
@@ -58,11 +127,11 @@ def _alg4_loop(recompute_p, backward_tile, q, k, v, do, block_r, block_c):
         for i, i0 in enumerate(range(0, n, block_r)):
             rs = slice(i0, min(i0 + block_r, n))
             q_i, do_i, dq_i = (mem.load(t, rs, tile=(i,)) for t in ("Q", "dO", "dQ"))
-            lse_i, d_i = mem.load("L", rs, tile=(i,)), mem.load("D", rs, tile=(i,))
-            with np.errstate(all="ignore"):
-                p = np.asarray(recompute_p(q_i, k_j, lse_i, scale), np.float32)
-                dq_c, dk_c, dv_c = (np.asarray(x, np.float32) for x in backward_tile(p, q_i, k_j, v_j, do_i, d_i,
-                                                                                     scale))
+            mem.load("L", rs, tile=(i,))          # what recomputing P reads (07.1); the exact tile is used here
+            d_i = mem.load("D", rs, tile=(i,))
+            p = p_all[rs, cs].astype(np.float32)
+            dq_c, dk_c, dv_c = (np.asarray(x, np.float32) for x in
+                                call_learner(backward_tile, p, q_i, k_j, v_j, do_i, d_i, tau))
             mem.compute(10 * p.shape[0] * p.shape[1] * d, tile=(i, j))
             mem.store("dQ", dq_i + dq_c, rs, tile=(i,))
             dk += dk_c
@@ -74,55 +143,49 @@ def _alg4_loop(recompute_p, backward_tile, q, k, v, do, block_r, block_c):
     return (mem.hbm("dQ").copy(), mem.hbm("dK").copy(), mem.hbm("dV").copy()), mem.counters
 
 
-def _simulated_backward(n, d, br, bc):
-    """flashsim.traffic's flash2 backward part (fp32, fp32 statistics), as a Counters-like dict."""
-    from flashsim.model.simulator import traffic
-    t = traffic("flash2", n, d, block_r=br, block_c=bc, dtype="fp32", stats_dtype="fp32", backward=True,
-                sram_bytes=1 << 30)
-    return t.backward_part
-
-
-def _check(name, recompute_p=None, backward_tile=None, quiet: bool = False):
-    from flashsim.model.attention.flash import reference_attention_grads
-    table = []
-    for case, (n, d, br, bc) in enumerate(_CASES):
-        q, k, v, do = (*_qkv(n, d, 20 + case), _qkv(n, d, 40 + case)[0])
-        try:
-            grads, counters = _alg4_loop(recompute_p, backward_tile, q, k, v, do, br, bc)
-        except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"{raised(exc)} (N={n}, d={d}, Br={br}, Bc={bc})", quiet=quiet)
-        table = rw_table(counters, _simulated_backward(n, d, br, bc))
-        want = reference_attention_grads(q, k, v, do)
-        worst = {}
-        for g_name, got, ref in zip(("dQ", "dK", "dV"), grads, want):
-            err = float(np.abs(got - ref).max() / np.abs(ref).max()) if np.isfinite(got).all() else math.inf
-            worst[g_name] = err
-        bad = {g: e for g, e in worst.items() if not e < 1e-4}
-        if bad:
-            g = next(x for x in ("dV", "dK", "dQ") if x in bad)  # dV depends on P alone: check it first
-            hint = {"dV": "dV_j = Σ_i P_ijᵀ dO_i needs the forward's P exactly: P = exp(S − L) with the row's L",
-                    "dK": "dS = P ∘ (dP − D) and dK_j = τ Σ_i dS_ijᵀ Q_i (mind the τ = 1/√d)",
-                    "dQ": "dQ_i = τ Σ_j dS_ij K_j with dS = P ∘ (dP − D)"}[g]
-            errs = ", ".join(f"{k_} {v_:.2g}" for k_, v_ in worst.items())
-            return finish(name, False, f"relative gradient errors {errs} at N={n}, d={d}, Br={br}, Bc={bc}: {hint}",
-                          table, errors=worst, quiet=quiet)
-    return finish(name, True, "dQ, dK, dV match float64 autograd's; the loop read Q, K, V, dO, L, D and never an "
-                              "N×N P (bytes = the simulator's flash2 backward)", table, errors=worst, quiet=quiet)
-
-
-def check_recompute_p_tile(fn, quiet: bool = False) -> Verdict:
-    """Exercise 07.1: ``fn(q_i, k_j, lse_i, scale) -> P_ij`` (Br, Bc), the forward's probabilities recomputed from
-    Q_i, K_j and the saved logsumexp L_i = m_i + log l_i, without any other statistic.
-
-    Introduced in chapter 07.
-    """
-    return _check("recompute_p_tile", recompute_p=fn, quiet=quiet)
+def _rel(got, ref) -> float:
+    return float(np.abs(got - ref).max() / np.abs(ref).max()) if np.isfinite(got).all() else np.inf
 
 
 def check_backward_tile(fn, quiet: bool = False) -> Verdict:
-    """Exercise 07.2: ``fn(p, q_i, k_j, v_j, do_i, delta_i, scale) -> (dq_i, dk_j, dv_j)``, one tile's
-    contributions to the three gradients (delta_i = D_i = rowsum(dO_i ∘ O_i)).
-
-    Introduced in chapter 07.
-    """
-    return _check("backward_tile", backward_tile=fn, quiet=quiet)
+    """Exercise 07.2: dQ, dK, dV of the Algorithm-4 loop against the model's float64 gradients."""
+    table, worst = None, {}
+    for case, (n, d, br, bc) in enumerate(_CASES):
+        where = f"N={n}, d={d}, Br={br}, Bc={bc}"
+        q, k, v = random_qkv(n, d, 20 + case)
+        do = random_qkv(n, d, 40 + case)[0]
+        try:
+            grads, counters = _alg4_loop(fn, q, k, v, do, br, bc)
+        except LearnerError as err:
+            return error_verdict(BACKWARD_TILE, err, where, quiet=quiet)
+        sim = traffic("flash2", n, d, block_r=br, block_c=bc, dtype="fp32", stats_dtype="fp32", backward=True,
+                      sram_bytes=1 << 30).backward_part
+        table = io_rows(counters, sim)
+        want = reference_attention_grads(q, k, v, do)
+        worst = {g: _rel(got, ref) for g, got, ref in zip(("dQ", "dK", "dV"), grads, want)}
+        bad = [g for g, e in worst.items() if not e < 1e-4]
+        if not bad:
+            continue
+        errs = ", ".join(f"{g} {e:.2g}" for g, e in worst.items())
+        tau = softmax_scale(d)
+        p, _ = _exact_p(q, k)
+        ds_no_delta = p * (do.astype(np.float64) @ v.T)
+        ratios = {g: float(np.median(got[np.abs(ref) > 1e-6] / ref[np.abs(ref) > 1e-6]))
+                  for g, got, ref in zip(("dQ", "dK"), grads[:2], want[:2])}
+        if any(not np.isfinite(x).all() for x in grads):
+            key, why = "non_finite", "a gradient holds NaN/inf"
+        elif "dV" in bad:
+            key, why = "dv_wrong", "dV is wrong, and dV depends on P and dO alone"
+        elif _rel(grads[0], tau * ds_no_delta @ k) < 1e-4 and _rel(grads[1], tau * ds_no_delta.T @ q) < 1e-4:
+            key, why = "missing_delta", ("dV is right; dQ and dK equal what dS = P ∘ dP gives: the softmax's "
+                                         "Jacobian also subtracts D = rowsum(dO ∘ O) from dP")
+        elif all(abs(r * tau - 1) < 1e-3 for r in ratios.values()) and all(g in bad for g in ("dQ", "dK")):
+            key, why = "missing_scale", (f"dV is right; dQ and dK are {ratios['dQ']:.4g}× the exact ones, = √d: "
+                                         "S = scale·QKᵀ, so its gradient carries the scale")
+        else:
+            key, why = "wrong_gradients", f"{', '.join(bad)} wrong, dV right" if "dV" not in bad else "wrong"
+        return verdict(BACKWARD_TILE, False, f"relative errors {errs} at {where} (✘ gradients): {why}",
+                       diagnosis=key, table=table, errors=worst, quiet=quiet)
+    return verdict(BACKWARD_TILE, True, "dQ, dK, dV match the float64 gradients; the loop read Q, K, V, dO, L, D and "
+                   "never an N×N P (bytes = the simulator's flash2 backward)", table=table, errors=worst,
+                   quiet=quiet)

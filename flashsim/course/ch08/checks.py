@@ -1,176 +1,191 @@
 """Chapter 08 exercises: causal masking tile by tile — which tiles to skip, and the mask of the others.
 
-Checkers print a verdict and the read/write table of a causal FA2 forward run with the learner's function plugged
-in (bytes by tensor), next to :func:`flashsim.traffic`'s causal count.
+The checkers run a causal FA2 forward on the simulated memory with the learner's function plugged in and print
+its read/write table (bytes by tensor) next to :func:`flashsim.traffic`'s causal count; outputs are compared with
+the model's float64 causal reference, tile rules with the model's visibility rule.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from flashsim.model.attention.flash import reference_attention
-from flashsim.course.ch00.checks import Verdict
-from flashsim.course.ch05.checks import _fa2_loop, _qkv, finish, raised, rw_table
+from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, call_learner, check_cases,
+                                         diagnose_attention, error_verdict, exercise, fa2_on_memory, io_differs,
+                                         io_rows, random_qkv, reference_tile_kind, reference_tile_mask, verdict)
+from flashsim.model.attention.visibility import n_blocks
+from flashsim.model.simulator import traffic
 
 __all__ = ["check_causal_tile_kind", "check_causal_tile_mask", "check_causal_flops_fraction", "causal_tile_counts"]
+
+TILE_KIND = exercise(
+    "08.1", "which tiles to skip",
+    "fn(i, j, block_r, block_c, n) -> 'skip' | 'partial' | 'full' for tile (i, j) of the causal score matrix "
+    "(query row r sees key column c iff c <= r; N need not be a multiple of the blocks).",
+    ("Which element of a tile is the last to become visible, and which the first?",
+     "Compare the tile's first and last key columns with its first and last query rows, in global indices (the "
+     "last block may be short).",
+     "skip if j·Bc > min((i+1)·Br, N) − 1; full if min((j+1)·Bc, N) − 1 <= i·Br; else partial"),
+    "check_causal_tile_kind")
+
+TILE_MASK = exercise(
+    "08.2", "the mask of a partial tile",
+    "fn(i, j, block_r, block_c, n) -> bool array of tile (i, j)'s shape (smaller at a ragged end), True where the "
+    "key is visible to the query.",
+    ("Element (a, b) of tile (i, j) is which query row and which key column of the whole matrix?",
+     "Build the tile's global row and column indices with np.arange and compare them by broadcasting.",
+     "cols[None, :] <= rows[:, None] with rows = i·Br + arange, cols = j·Bc + arange (clipped at N)"),
+    "check_causal_tile_mask")
+
+FLOPS_FRACTION = exercise(
+    "08.3", "what causal saves in FLOPs",
+    "fn(n, block_r, block_c) -> float: the causal loop's FLOPs as a fraction of the non-causal loop's, for blocks "
+    "that divide N (square or not).",
+    ("A tile that is only partly visible: is it computed in full or in part?",
+     "Count, for each row block i, how many K/V blocks it visits; its last row is (i+1)·Br − 1.",
+     "Σ_i min(Tc, ⌈(i+1)·Br / Bc⌉) / (Tr·Tc)"),
+    "check_causal_flops_fraction")
 
 _CASES = ((16, 4, 4), (20, 8, 4), (19, 4, 8), (33, 8, 8))  # (N, Br, Bc): square, Br != Bc, ragged
 
 
 def causal_tile_counts(n: int, block_r: int, block_c: int, tile_kind=None) -> dict:
-    """{"skip": .., "partial": .., "full": ..} tile counts of the Tr × Tc grid (reference rule by default).
-
-    Introduced in chapter 08.
-    """
-    from flashsim.solutions.ch08 import causal_tile_kind
-    tile_kind = tile_kind or causal_tile_kind
+    """{"skip": .., "partial": .., "full": ..} tile counts of the Tr × Tc grid (the model's rule by default)."""
+    tile_kind = tile_kind or reference_tile_kind
     counts = {"skip": 0, "partial": 0, "full": 0}
-    for i in range(math.ceil(n / block_r)):
-        for j in range(math.ceil(n / block_c)):
+    for i in range(n_blocks(n, block_r)):
+        for j in range(n_blocks(n, block_c)):
             counts[tile_kind(i, j, block_r, block_c, n)] += 1
     return counts
 
 
-def _simulated_causal(n, d, br, bc):
-    """flashsim.traffic's causal flash2 counters restricted to Q, K, V, O (fp32), or None if it is missing."""
-    try:
-        from flashsim.model.simulator import traffic
-    except ImportError:
-        return None
-    t = traffic("flash2", n, d, block_r=br, block_c=bc, dtype="fp32", causal=True, device="h200",
-                sram_bytes=1 << 30)
+def _simulated_causal(n, d, br, bc) -> dict:
+    """flashsim.traffic's causal flash2 counters restricted to Q, K, V, O (fp32)."""
+    t = traffic("flash2", n, d, block_r=br, block_c=bc, dtype="fp32", causal=True, device="h200", sram_bytes=1 << 30)
     keep = ("Q", "K", "V", "O")
     return {"read_bytes_by_tensor": {k: v for k, v in t.read_bytes_by_tensor.items() if k in keep},
             "write_bytes_by_tensor": {k: v for k, v in t.write_bytes_by_tensor.items() if k in keep}}
 
 
-def _run_causal(d, tile_kind=None, tile_mask=None):
-    """Run the causal FA2 loop over _CASES with the learner's pieces: (failure message or None, last table,
-    details)."""
-    from flashsim.solutions.ch08 import causal_tile_kind
-    table = []
+def _run_causal(ex, d, quiet, tile_kind=None, tile_mask=None):
+    """The causal FA2 loop over _CASES with the learner's piece: a failing Verdict, or (None, last table)."""
+    rows = []
     for case, (n, br, bc) in enumerate(_CASES):
-        q, k, v = _qkv(n, d, 10 + case)
+        where = f"N={n}, Br={br}, Bc={bc}"
+        q, k, v = random_qkv(n, d, 10 + case)
         try:
-            out, counters = _fa2_loop(None, q, k, v, br, bc, causal=True, tile_kind=tile_kind, tile_mask=tile_mask)
-        except Exception as exc:  # noqa: BLE001
-            return f"{raised(exc)} (N={n}, Br={br}, Bc={bc})", [], {}
-        sim = _simulated_causal(n, d, br, bc)
-        if sim is None:  # the simulator is not there: the reference tile rule gives the bytes
-            _, ref = _fa2_loop(None, q, k, v, br, bc, causal=True, tile_kind=causal_tile_kind)
-            sim = ref
-        table = rw_table(counters, sim)
-        if not np.isfinite(out).all():
-            bad = int((~np.isfinite(out)).any(axis=1).sum())
-            return (f"{bad} rows of O are NaN/inf (N={n}, Br={br}, Bc={bc}): a query row saw "
-                                       "no key at all; the diagonal (c == r) must stay visible"), table, {}
-        err = float(np.abs(out - reference_attention(q, k, v, causal=True)).max())
-        if err > 1e-4:
-            return (f"max |O - exact causal| = {err:.3g} (N={n}, Br={br}, Bc={bc}): a visible "
-                                       "key was skipped or masked, or a future key was let through"), table, {"max_error": err}
-        for tensor, r, w, wr, ww in table:
-            if r != wr or w != ww:
-                return (f"O is right but {tensor} moved {r:,} B read / {w:,} B written; causal "
-                                           f"FA2 moves {wr:,} / {ww:,} (N={n}, Br={br}, Bc={bc}): tiles above the "
-                                           "diagonal must be skipped, not loaded and masked"), table, {}
-    return None, table, {}
+            out, counters = fa2_on_memory(q, k, v, br, bc, causal=True, tile_kind=tile_kind, tile_mask=tile_mask)
+        except LearnerError as err:
+            return error_verdict(ex, err, where, quiet=quiet), rows
+        rows = io_rows(counters, _simulated_causal(n, d, br, bc))
+        key, why, ev = diagnose_attention(out, q, k, v, causal=True, tol=1e-4, block_n=bc, block_m=br)
+        if key != "passed":
+            return verdict(ex, False, f"{why} ({where})", diagnosis=key, table=rows, quiet=quiet, **ev), rows
+        differ = io_differs(rows)
+        if differ:
+            by = {r[0]: r for r in rows}
+            parts = [f"{t} {by[t][1]:,} B read, causal FA2 reads {by[t][3]:,}" for t in differ]
+            return verdict(ex, False, f"O is right but the bytes differ (✘ rows) at {where}: " + "; ".join(parts)
+                           + ": tiles the mask hides entirely are loaded", diagnosis="masked_not_skipped",
+                           table=rows, quiet=quiet), rows
+    return None, rows
 
 
 def check_causal_tile_kind(fn, quiet: bool = False) -> Verdict:
-    """Exercise 08.1: ``fn(i, j, block_r, block_c, n) -> "skip" | "partial" | "full"`` for tile (i, j) of the
-    causal score matrix (query row r sees key column c iff c <= r; N need not be a multiple of the blocks).
-
-    Introduced in chapter 08.
-    """
-    from flashsim.solutions.ch08 import causal_tile_kind
-    name = "causal_tile_kind"
+    """Exercise 08.1: every tile's kind against the model's visibility rule, then the causal loop's O and bytes."""
+    wrong = []
     for n, br, bc in _CASES:
-        for i in range(math.ceil(n / br)):
-            for j in range(math.ceil(n / bc)):
-                want = causal_tile_kind(i, j, br, bc, n)
+        for i in range(n_blocks(n, br)):
+            for j in range(n_blocks(n, bc)):
+                want = reference_tile_kind(i, j, br, bc, n)
                 try:
-                    got = fn(i, j, br, bc, n)
-                except Exception as exc:  # noqa: BLE001
-                    return finish(name, False, f"{raised(exc)} at tile ({i}, {j})", quiet=quiet)
+                    got = call_learner(fn, i, j, br, bc, n)
+                except LearnerError as err:
+                    return error_verdict(TILE_KIND, err, f"tile ({i}, {j}), N={n}, Br={br}, Bc={bc}", quiet=quiet)
                 if got not in ("skip", "partial", "full"):
-                    return finish(name, False, f"tile ({i}, {j}) gave {got!r}: answer 'skip', 'partial' or 'full'",
-                                  quiet=quiet)
-                if got != want and not (got == "partial" and want == "full"):
-                    # partial for a full tile only costs a useless mask; the run below still judges the bytes
-                    if want == "skip" or got == "skip":
-                        break
-                    return finish(name, False, f"N={n}, Br={br}, Bc={bc}: tile ({i}, {j}) is {want!r}, you said "
-                                               f"{got!r}", quiet=quiet)
-    bad, table, details = _run_causal(8, tile_kind=fn)
+                    return verdict(TILE_KIND, False, f"tile ({i}, {j}) gave {got!r}: the answer is 'skip', "
+                                   "'partial' or 'full'", diagnosis="invalid_kind", quiet=quiet)
+                if got != want and not (got == "partial" and want == "full"):   # a useless mask costs no bytes
+                    wrong.append((n, br, bc, i, j, want, got))
+    if wrong:
+        n, br, bc, i, j, want, got = wrong[0]
+        at = f"N={n}, Br={br}, Bc={bc}: tile ({i}, {j}) is {want!r}, you said {got!r}"
+        if all(w[1] != w[2] for w in wrong) and any(b1 == b2 for _, b1, b2 in _CASES):
+            key, why = "wrong_when_blocks_differ", ("every wrong tile is in a tiling with Br ≠ Bc: compare rows and "
+                                                    "columns (i·Br, j·Bc), not the tile indices i and j")
+        elif all(w[6] == "skip" for w in wrong):
+            key, why = "visible_tile_skipped", (f"{len(wrong)} tile(s) you skip hold visible keys: the first column "
+                                                "of a tile can equal its last row")
+        elif all(w[5] == "skip" for w in wrong):
+            key, why = "masked_not_skipped", (f"{len(wrong)} tile(s) entirely above the diagonal are computed: they "
+                                              "cost loads and FLOPs for nothing")
+        elif all(w[6] == "full" and w[5] == "partial" for w in wrong):
+            key, why = "partial_as_full", "tiles the diagonal crosses are marked full: their future keys leak in"
+        else:
+            key, why = "wrong_kinds", f"{len(wrong)} tiles have the wrong kind"
+        bad, rows = _run_causal(TILE_KIND, 8, True, tile_kind=fn)
+        return verdict(TILE_KIND, False, f"{at} ({why})", diagnosis=key, table=rows or None, quiet=quiet,
+                       wrong_tiles=len(wrong))
+    bad, rows = _run_causal(TILE_KIND, 8, quiet, tile_kind=fn)
     if bad is not None:
-        return finish(name, False, bad, table, **details, quiet=quiet)
+        return bad
     counts = causal_tile_counts(*_CASES[-1], tile_kind=fn)
-    return finish(name, True, f"causal O exact, and K/V bytes equal the simulator's: at N={_CASES[-1][0]}, "
-                              f"Br={_CASES[-1][1]}, Bc={_CASES[-1][2]} {counts['skip']} tiles skipped, "
-                              f"{counts['partial']} masked, {counts['full']} full", table, counts=counts, quiet=quiet)
+    n, br, bc = _CASES[-1]
+    return verdict(TILE_KIND, True, f"causal O exact, and K/V bytes equal the simulator's: at N={n}, Br={br}, "
+                   f"Bc={bc} {counts['skip']} tiles skipped, {counts['partial']} masked, {counts['full']} full",
+                   table=rows, counts=counts, quiet=quiet)
 
 
 def check_causal_tile_mask(fn, quiet: bool = False) -> Verdict:
-    """Exercise 08.2: ``fn(i, j, block_r, block_c, n) -> bool array`` of tile (i, j)'s shape (the last tiles are
-    smaller when N is ragged), True where key column <= query row (global indices).
-
-    Introduced in chapter 08.
-    """
-    from flashsim.solutions.ch08 import causal_tile_kind, causal_tile_mask
-    name = "causal_tile_mask"
+    """Exercise 08.2: every partial tile's mask against the model's rule, then the causal loop's O."""
     for n, br, bc in _CASES:
-        for i in range(math.ceil(n / br)):
-            for j in range(math.ceil(n / bc)):
-                if causal_tile_kind(i, j, br, bc, n) != "partial":
+        for i in range(n_blocks(n, br)):
+            for j in range(n_blocks(n, bc)):
+                if reference_tile_kind(i, j, br, bc, n) != "partial":
                     continue
-                want = causal_tile_mask(i, j, br, bc, n)
+                want = reference_tile_mask(i, j, br, bc, n)
+                at = f"tile ({i}, {j}) of N={n}, Br={br}, Bc={bc}"
                 try:
-                    got = np.asarray(fn(i, j, br, bc, n))
-                except Exception as exc:  # noqa: BLE001
-                    return finish(name, False, f"{raised(exc)} at tile ({i}, {j})", quiet=quiet)
+                    got = np.asarray(call_learner(fn, i, j, br, bc, n))
+                except LearnerError as err:
+                    return error_verdict(TILE_MASK, err, at, quiet=quiet)
                 if got.shape != want.shape:
-                    return finish(name, False, f"tile ({i}, {j}) of N={n}, Br={br}, Bc={bc}: shape {got.shape}, "
-                                               f"want {want.shape} (ragged last blocks are smaller)", quiet=quiet)
-                if not np.array_equal(got.astype(bool), want):
-                    wrong = int((got.astype(bool) != want).sum())
-                    _, table, _ = _run_causal(8, tile_mask=fn)
-                    return finish(name, False, f"tile ({i}, {j}) of N={n}, Br={br}, Bc={bc}: {wrong} entries wrong "
-                                               "(use global indices: row i·Br + a, column j·Bc + b; c <= r)",
-                                  table or [], quiet=quiet)
-    bad, table, details = _run_causal(8, tile_mask=fn)
+                    return verdict(TILE_MASK, False, f"{at}: shape {got.shape}, expected {want.shape} (tiles at a "
+                                   "ragged end are smaller)", diagnosis="wrong_shape", quiet=quiet)
+                got = got.astype(bool)
+                if np.array_equal(got, want):
+                    continue
+                rows_g = np.arange(i * br, i * br + want.shape[0])[:, None]
+                cols_g = np.arange(j * bc, j * bc + want.shape[1])[None, :]
+                local = np.arange(want.shape[1])[None, :] <= np.arange(want.shape[0])[:, None]
+                if np.array_equal(got, cols_g < rows_g):
+                    key, why = "diagonal_masked", "your mask hides the diagonal: a query sees its own key"
+                elif np.array_equal(got, local):
+                    key, why = "local_indices", ("your mask is the tile-local triangle: element (a, b) is query "
+                                                 "i·Br + a and key j·Bc + b")
+                elif np.array_equal(got, cols_g >= rows_g):
+                    key, why = "mask_transposed", "your mask shows the future keys and hides the past ones"
+                else:
+                    key, why = "wrong_mask", f"{int((got != want).sum())} entries differ"
+                return verdict(TILE_MASK, False, f"{at}: {why}", diagnosis=key, quiet=quiet)
+    bad, rows = _run_causal(TILE_MASK, 8, quiet, tile_mask=fn)
     if bad is not None:
-        return finish(name, False, bad, table, **details, quiet=quiet)
-    return finish(name, True, "every partial tile's mask is right and the causal output is exact", table, quiet=quiet)
+        return bad
+    return verdict(TILE_MASK, True, "every partial tile's mask is right and the causal output is exact", table=rows,
+                   quiet=quiet)
+
+
+def _fraction_ref(n, br, bc) -> float:
+    kw = dict(block_r=br, block_c=bc, sram_bytes=1 << 30)
+    return traffic("flash2", n, 64, causal=True, **kw).flops / traffic("flash2", n, 64, **kw).flops
 
 
 def check_causal_flops_fraction(fn, quiet: bool = False) -> Verdict:
-    """Exercise 08.3: ``fn(n, block_r, block_c) -> float``, the causal loop's FLOPs as a fraction of the
-    non-causal loop's, for blocks that divide N (square or not). Checked against :func:`flashsim.traffic`'s FLOPs.
-
-    Introduced in chapter 08.
-    """
-    from flashsim.model.simulator import traffic
-    from flashsim.course import Table
-    name = "causal_flops_fraction"
-    rows, bad = [], None
-    for n, br, bc in ((256, 64, 64), (1024, 64, 64), (1024, 128, 64), (1024, 64, 128), (4096, 128, 32),
-                      (8192, 16, 64)):
-        kw = dict(block_r=br, block_c=bc, sram_bytes=1 << 30)
-        want = traffic("flash2", n, 64, causal=True, **kw).flops / traffic("flash2", n, 64, **kw).flops
-        try:
-            got = float(fn(n, br, bc))
-        except Exception as exc:  # noqa: BLE001
-            return finish(name, False, raised(exc), quiet=quiet)
-        ok = abs(got - want) <= 1e-9
-        rows.append([n, br, bc, round(got, 6), round(want, 6), "✔" if ok else "✘"])
-        if not ok and bad is None:
-            bad = (n, br, bc, got, want)
-    table = Table(["N", "Br", "Bc", "your fraction", "simulator's FLOPs ratio", "ok"], rows)
-    if bad:
-        n, br, bc, got, want = bad
-        return finish(name, False, f"N={n}, Br={br}, Bc={bc}: {got:.4f}, the simulator counts {want:.4f}: how many "
-                                   "K/V blocks does row block i visit? (its last row is (i+1)·Br − 1)", table,
-                      quiet=quiet)
-    return finish(name, True, "matches the simulator's FLOP counts for square and rectangular blocks", table,
-                  quiet=quiet)
+    """Exercise 08.3: against :func:`flashsim.traffic`'s FLOPs, square and rectangular blocks."""
+    cases = [(256, 64, 64), (1024, 64, 64), (1024, 128, 64), (1024, 64, 128), (4096, 128, 32), (8192, 16, 64)]
+    suspects = (Suspect("diagonal_ignored", lambda n, br, bc: 0.5, "you answer exactly one half: the tiles the "
+                        "diagonal crosses are computed in full"),
+                Suspect("causal_ignored", lambda n, br, bc: 1.0, "you answer 1: the causal loop skips tiles"),
+                Suspect("square_blocks_formula", lambda n, br, bc: (n // bc + 1) / (2 * (n // bc)),
+                        "your fraction is the square-block one, (T + 1)/2T: wrong when Br ≠ Bc"))
+    return check_cases(FLOPS_FRACTION, fn, cases, _fraction_ref, abs_tol=1e-9,
+                       header=("N, Br, Bc", "simulator's FLOPs ratio", "your fraction"), suspects=suspects,
+                       quiet=quiet)

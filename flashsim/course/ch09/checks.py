@@ -2,71 +2,76 @@
 
 * :func:`check_flash2_bytes` (09.1): FA2 forward HBM bytes in closed form, against ``flashsim.traffic``;
 * :func:`check_compulsory_dram_bytes` (09.2): the DRAM bytes when the re-reads hit in L2, against the L2 model.
-
-Each prints a verdict and a read/write table and returns a :class:`~flashsim.course.ch05.checks.Verdict`.
-Solutions: :mod:`flashsim.solutions.ch09`.
 """
 from __future__ import annotations
 
-from flashsim.course.ch05.checks import finish, rw_table
+from flashsim.course.kit.checker import Suspect, Verdict, check_cases, exercise
+from flashsim.model.attention.visibility import n_blocks
+from flashsim.model.kernel_io import kernel_dram, kernel_io
+from flashsim.model.simulator import traffic
 
 __all__ = ["check_flash2_bytes", "check_compulsory_dram_bytes"]
 
+FLASH2_BYTES = exercise(
+    "09.1", "FA2's HBM bytes in closed form",
+    "fn(n, d, block_r, elem_bytes, stats_bytes) -> int: the HBM bytes (reads + writes) of FA2's forward for one "
+    "head, including the logsumexp it saves for the backward.",
+    ("Which operand is re-read, and how many times?",
+     "Q is read and O written once; K and V stream past every row block; one logsumexp value per row is written "
+     "in stats_bytes.",
+     "N·d·b + ⌈N/Br⌉·2·N·d·b + N·d·b + N·stats_bytes"),
+    "check_flash2_bytes")
 
-def check_flash2_bytes(fn):
-    """Exercise 09.1: ``fn(n, d, block_r, elem_bytes, stats_bytes) -> int``, FA2 forward HBM bytes (one head).
-
-    Compared with ``flashsim.traffic("flash2", ...)`` (reads + writes) on divisible and ragged N, fp16 and fp32,
-    fp32 statistics.
-    """
-    from flashsim.model.simulator import traffic
-    name = "flash2_bytes"
-    last = None
-    for n, d, br, dtype in ((1024, 64, 64, "fp16"), (1000, 64, 64, "fp16"), (4096, 128, 128, "fp16"),
-                            (300, 32, 16, "fp32"), (8192, 64, 128, "fp16")):
-        t = traffic("flash2", n, d, block_r=br, block_c=64, dtype=dtype, sram_bytes=4 << 20)
-        last = t
-        es = {"fp16": 2, "fp32": 4}[dtype]
-        try:
-            got = int(fn(n, d, br, es, 4))
-        except Exception as exc:  # noqa: BLE001 - a learner's bug is reported, not raised
-            return finish(name, False, f"raised {type(exc).__name__}: {exc}")
-        if got != t.hbm_bytes:
-            hint = ("ragged N: T_r = ceil(N / B_r), the last row block is short but still reads all of K and V"
-                    if n % br else "Q once, K and V once per row block, O once, and N logsumexp values (4 bytes)")
-            return finish(name, False, f"got {got:,} B, the simulator counts {t.hbm_bytes:,} B at N={n}, d={d}, "
-                          f"B_r={br}, {dtype}: {hint}. The simulator's bytes per tensor:", rw_table(t.as_dict()))
-    return finish(name, True, "FA2's bytes match the simulator: K and V are re-read ⌈N/B_r⌉ times, so the bytes "
-                  "fall as 1/B_r, and B_r is bounded by what fits in SRAM: Θ(N²d²/M)", rw_table(last.as_dict()))
+COMPULSORY_DRAM = exercise(
+    "09.2", "the DRAM bytes behind L2",
+    "fn(batch, heads, n, d, elem_bytes) -> int: the flash forward kernel's DRAM bytes when every K/V re-read hits "
+    "in L2.",
+    ("If every re-read hits in L2, how many times does each byte of each tensor cross DRAM?",
+     "Count Q, K, V read and O written, each once, plus the logsumexp (fp32), for every (batch, head).",
+     "batch·heads·(4·N·d·b + 4·N)"),
+    "check_compulsory_dram_bytes")
 
 
-def check_compulsory_dram_bytes(fn):
-    """Exercise 09.2: ``fn(batch, heads, n, d, elem_bytes) -> int``, the flash kernel's DRAM bytes when every K/V
-    re-read hits in L2: each tensor crosses DRAM once.
+def _flash2_ref(n, d, br, es, ss):
+    dtype = {2: "fp16", 4: "fp32"}[es]
+    return traffic("flash2", n, d, block_r=br, block_c=64, dtype=dtype, sram_bytes=4 << 20).hbm_bytes
 
-    Compared with the L2 model (:func:`flashsim.model.kernel_io.kernel_dram`, H200, 60 MB L2) on configurations whose
-    concurrently used K/V tiles fit in L2; within 2 %.
-    """
-    from flashsim.model.kernel_io import kernel_dram, kernel_io
-    name = "compulsory_dram_bytes"
-    rows = []
-    for b, h, n, d, es in ((1, 16, 1024, 64, 2), (1, 16, 4096, 64, 2), (2, 16, 4096, 128, 2), (4, 8, 1000, 80, 2),
-                           (1, 8, 2048, 64, 4)):
-        dtype = {2: "fp16", 4: "fp32"}[es]
-        dram = kernel_dram("flash_fwd", n, d, 128, 64, batch=b, heads=h, dtype=dtype, hardware="h200",
-                           flush_writes=True)["total"]   # every written byte charged once
-        requested = kernel_io("flash_fwd", n, d, 128, 64, batch=b, heads=h, dtype=dtype)
-        try:
-            got = int(fn(b, h, n, d, es))
-        except Exception as exc:  # noqa: BLE001
-            return finish(name, False, f"raised {type(exc).__name__}: {exc}")
-        rows.append((f"H={h},N={n}", got, 0, int(dram.dram_bytes), 0))
-        if not abs(got - dram.dram_bytes) <= 0.02 * dram.dram_bytes:
-            req = requested.load_bytes + requested.store_bytes
-            hint = ("that is the requested bytes (every K/V re-read counted): behind L2 the re-reads hit"
-                    if abs(got - req) <= 0.02 * req else
-                    "Q, K and V are read once, O written once (elem_bytes each), plus one fp32 logsumexp per row")
-            return finish(name, False, f"got {got:,} B, the L2 model says {int(dram.dram_bytes):,} B of DRAM "
-                          f"(requested: {req:,} B) at B={b}, H={h}, N={n}, d={d}: {hint}", rows)
-    return finish(name, True, "behind L2 the kernel moves just the compulsory bytes: that is why ncu's DRAM bytes "
-                  "fall far below the simulator's requested bytes", rows)
+
+def check_flash2_bytes(fn, quiet: bool = False) -> Verdict:
+    """Exercise 09.1: against ``flashsim.traffic("flash2", ...)`` on divisible and ragged N, fp16 and fp32."""
+    cases = [(1024, 64, 64, 2, 4), (1000, 64, 64, 2, 4), (4096, 128, 128, 2, 4), (300, 32, 16, 4, 4),
+             (8192, 64, 128, 2, 4)]
+    suspects = (Suspect("floor_not_ceil", lambda n, d, br, b, s: 2 * n * d * b + (n // br) * 2 * n * d * b + n * s,
+                        "your count uses N // Br row blocks: the ragged last block still reads all of K and V"),
+                Suspect("lse_missing", lambda n, d, br, b, s: 2 * n * d * b + n_blocks(n, br) * 2 * n * d * b,
+                        "your count leaves out the logsumexp the forward writes for the backward"),
+                Suspect("kv_read_once", lambda n, d, br, b, s: 4 * n * d * b + n * s,
+                        "your count reads K and V once: FA2 streams them past every row block"))
+    return check_cases(FLASH2_BYTES, fn, cases, _flash2_ref, header=("N, d, Br, b, stats b", "simulator's B",
+                                                                     "your B"),
+                       suspects=suspects, ragged=lambda n, d, br, b, s: n % br != 0, quiet=quiet)
+
+
+def _dram_ref(b, h, n, d, es):
+    dtype = {2: "fp16", 4: "fp32"}[es]
+    return int(kernel_dram("flash_fwd", n, d, 128, 64, batch=b, heads=h, dtype=dtype, hardware="h200",
+                           flush_writes=True)["total"].dram_bytes)
+
+
+def check_compulsory_dram_bytes(fn, quiet: bool = False) -> Verdict:
+    """Exercise 09.2: against the L2 model (:func:`flashsim.model.kernel_io.kernel_dram`, H200), within 2 %."""
+    cases = [(1, 16, 1024, 64, 2), (1, 16, 4096, 64, 2), (2, 16, 4096, 128, 2), (4, 8, 1000, 80, 2),
+             (1, 8, 2048, 64, 4)]
+
+    def requested(b, h, n, d, es):
+        r = kernel_io("flash_fwd", n, d, 128, 64, batch=b, heads=h, dtype={2: "fp16", 4: "fp32"}[es])
+        return r.load_bytes + r.store_bytes
+    suspects = (Suspect("requested_not_dram", requested, "your bytes are the requested bytes, every K/V re-read "
+                        "counted: behind L2 the re-reads hit"),
+                Suspect("output_missing", lambda b, h, n, d, es: b * h * (3 * n * d * es + 4 * n),
+                        "your bytes leave out the output O the kernel writes"),
+                Suspect("one_head", lambda b, h, n, d, es: 4 * n * d * es + 4 * n,
+                        "your bytes are one head's: every (batch, head) has its own tensors"))
+    return check_cases(COMPULSORY_DRAM, fn, cases, _dram_ref, rel=0.02,
+                       header=("batch, heads, N, d, b", "L2 model's DRAM B", "your B"), suspects=suspects,
+                       quiet=quiet)

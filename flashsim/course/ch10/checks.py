@@ -1,5 +1,4 @@
-"""Chapter 10 exercises: the CPU view. Each ``check_...(fn)`` prints a verdict and a table and returns a
-:class:`~flashsim.course.ch05.checks.Verdict`. Solutions: :mod:`flashsim.solutions.ch10`.
+"""Chapter 10 exercises: the CPU view.
 
 * :func:`check_step_working_set` (10.2): the bytes one step of the CPU kernel touches, which must explain the
   blocks :func:`flashsim.cpu.default_blocks` picks for each cache size;
@@ -10,80 +9,106 @@ from __future__ import annotations
 
 import numpy as np
 
-from flashsim.course.ch05.checks import finish, reference_attention
+from flashsim import cpu
+from flashsim.course.kit.checker import (LearnerError, Verdict, call_learner, diagnose_attention, error_verdict,
+                                         exercise, verdict)
+from flashsim.measure.peak_memory import peak_memory_cpu
+from flashsim.model.hardware import get_device
+from flashsim.model.table import Table
 
 __all__ = ["check_step_working_set", "check_blocked_attention_numpy"]
 
+BLOCKED_NUMPY = exercise(
+    "10.1", "blocked attention in numpy",
+    "fn(q, k, v, block) -> O: attention of float32 (N, d) arrays in numpy, blocked over the queries and over the "
+    "keys, exact to 1e-4 and never holding more than about three times the output's size at once.",
+    ("Which array would hold all N×N scores, and which smaller pieces can replace it?",
+     "Loop over Q blocks outside and K/V blocks inside, keeping a running max, sum and accumulator per Q block "
+     "(chapter 05's update).",
+     "per tile: m' = max(m, rowmax S); α = e^(m − m'); l = α·l + rowsum e^(S − m'); acc = α·acc + e^(S − m') V"),
+    "check_blocked_attention_numpy")
 
-def check_step_working_set(fn):
-    """Exercise 10.2: ``fn(block_r, block_c, d) -> bytes`` (float32) one inner-loop step touches.
+STEP_WORKING_SET = exercise(
+    "10.2", "one step's working set",
+    "fn(block_r, block_c, d) -> bytes (float32) that one inner-loop step of flashsim.cpu's kernel touches; it must "
+    "explain the blocks flashsim.cpu.default_blocks picks for each cache size.",
+    ("Which blocks and tiles does one step of the kernel read or write?",
+     "Count the Q block and its accumulator, the K and V blocks and the score tile, in float32; flashsim.cpu pads "
+     "d to a whole vector of 16 floats.",
+     "4·(2·Br·d' + 2·Bc·d' + Br·Bc) with d' = d rounded up to a multiple of 16"),
+    "check_step_working_set")
 
-    The checker asks :func:`flashsim.cpu.default_blocks` for the blocks it picks on caches of 256 KiB ... 2 MiB and
-    several d; your working set must fit in half the cache at the chosen blocks, and must not fit with one more
-    panel of columns (unless block_c is at its cap of 1024) — i.e. it must explain the package's choice.
-    """
-    from flashsim import cpu
-    from flashsim.model.hardware import get_device
+
+def check_step_working_set(fn, quiet: bool = False) -> Verdict:
+    """Exercise 10.2: on caches of 256 KiB … 2 MiB and several d, your working set at the chosen blocks must fit in
+    half the cache and must not fit with one more panel of columns (unless block_c is at its cap of 1024)."""
     panel = int(getattr(cpu, "_PANEL", 64))
-    name = "step_working_set"
-    rows = []
+    rows, bad = [], []
     for cache_kib in (256, 512, 1024, 2048):
         for d in (32, 64, 72, 128):
             hw = get_device("cpu", sram_bytes=cache_kib * 1024)
             br, bc = cpu.default_blocks(d, hw)
             budget = hw.sram_bytes // 2
             try:
-                at = int(fn(br, bc, d))
-                above = int(fn(br, bc + panel, d))
-            except Exception as exc:  # noqa: BLE001 - a learner's bug is reported, not raised
-                return finish(name, False, f"raised {type(exc).__name__}: {exc} (block_r={br}, block_c={bc}, d={d})")
-            rows.append((cache_kib, d, br, bc, at, budget))
-            fits = at <= budget or bc == panel
-            tight = bc >= 1024 or above > budget
+                at, above = int(call_learner(fn, br, bc, d)), int(call_learner(fn, br, bc + panel, d))
+            except LearnerError as err:
+                return error_verdict(STEP_WORKING_SET, err, f"block_r={br}, block_c={bc}, d={d}", quiet=quiet)
+            fits, tight = at <= budget or bc == panel, bc >= 1024 or above > budget
+            rows.append([cache_kib, d, br, bc, at, budget, "✔" if fits and tight else "✘"])
             if not (fits and tight):
-                why = (f"at the chosen {br} x {bc} your working set is {at:,} B, more than half the cache "
-                       f"({budget:,} B)" if not fits else
-                       f"with block_c = {bc + panel} your working set ({above:,} B) still fits in half the cache "
-                       f"({budget:,} B), so the package would have picked it: something is missing")
-                return finish(name, False, f"{why} (cache {cache_kib} KiB, d={d}). Count Q block + accumulator, "
-                              "K and V blocks, and the S tile, in float32, with d padded to a multiple of 16",
-                              cases=rows)
-    return finish(name, True, f"your working set explains all {len(rows)} block sizes the CPU kernel picks (e.g. "
-                  f"{rows[6][2]} x {rows[6][3]} on {rows[6][0]} KiB at d={rows[6][1]}: {rows[6][4]:,} B of a "
-                  f"{rows[6][5]:,} B budget)", cases=rows)
+                bad.append((cache_kib, d, br, bc, at, above, budget, fits))
+    table = Table(["cache KiB", "d", "block_r", "block_c", "your bytes", "half the cache", "ok"], rows)
+    if not bad:
+        r = rows[6]
+        return verdict(STEP_WORKING_SET, True, f"your working set explains all {len(rows)} block sizes the CPU "
+                       f"kernel picks (e.g. {r[2]} x {r[3]} on {r[0]} KiB at d={r[1]}: {r[4]:,} B of a {r[5]:,} B "
+                       "budget)", table=table, quiet=quiet)
+    kib, d, br, bc, at, above, budget, fits = bad[0]
+    if all(b[1] % 16 for b in bad):
+        key, why = "d_not_padded", "only head dims that are not a multiple of 16 go wrong: how does flashsim.cpu store d?"
+    elif all(not b[7] for b in bad):
+        key, why = "too_large", (f"at the chosen {br} x {bc} your working set is {at:,} B, more than half the cache "
+                                 f"({budget:,} B): something is counted that the step does not touch, or twice")
+    elif all(b[7] for b in bad):
+        key, why = "too_small", (f"with block_c = {bc + panel} your working set ({above:,} B) still fits in half "
+                                 f"the cache ({budget:,} B), so the kernel would have picked it: something is missing")
+    else:
+        key, why = "mismatch", "some cases are too large and some too small"
+    return verdict(STEP_WORKING_SET, False, f"{why} (cache {kib} KiB, d={d}; ✘ rows)", diagnosis=key, table=table,
+                   quiet=quiet)
 
 
-def check_blocked_attention_numpy(fn, n: int = 2048, d: int = 64, block: int = 64):
-    """Exercise 10.1: ``fn(q, k, v, block) -> O`` in numpy (float32 in, (N, d) out), blocked over Q and K/V.
-
-    Graded on the error against float64 attention (at most 1e-4) and on the peak memory it allocates while it runs
-    (tracemalloc), which must stay under 3 × the output's size: no (N × N) scores, and no (block × N) row of them.
-    """
-    from flashsim.measure.peak_memory import peak_memory_cpu
-    name = "blocked_attention_numpy"
+def check_blocked_attention_numpy(fn, n: int = 2048, d: int = 64, block: int = 64, quiet: bool = False) -> Verdict:
+    """Exercise 10.1: the error against float64 attention (at most 1e-4) and the peak memory while it runs
+    (tracemalloc), which must stay under 3 × the output's size."""
     rng = np.random.default_rng(10)
     q, k, v = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(3))
     k = k + np.linspace(0, 2, n, dtype=np.float32)[:, None]          # later keys score higher: the max keeps growing
     try:
-        with np.errstate(all="ignore"):
-            peak = peak_memory_cpu(fn, q, k, v, block, method="tracemalloc")
-            out = np.asarray(fn(q, k, v, block))
-    except Exception as exc:  # noqa: BLE001
-        return finish(name, False, f"raised {type(exc).__name__}: {exc}")
+        peak = call_learner(peak_memory_cpu, fn, q, k, v, block, method="tracemalloc")
+        out = np.asarray(call_learner(fn, q, k, v, block))
+    except LearnerError as err:
+        return error_verdict(BLOCKED_NUMPY, err, f"N={n}, d={d}, block={block}", quiet=quiet)
     out_bytes = n * d * 4
     limit = 3 * out_bytes
-    rows = None
+    table = Table(["", "yours", "limit"], [["peak bytes", peak, limit]])
     if out.shape != (n, d):
-        return finish(name, False, f"returned shape {out.shape}, expected {(n, d)}", rows)
-    err = float(np.abs(out.astype(np.float64) - reference_attention(q, k, v)).max())
-    if not np.isfinite(err) or err > 1e-4:
-        return finish(name, False, f"max |O - exact| = {err:.3g} > 1e-4: when a tile raises the row max, rescale l and "
-                      "the accumulator by exp(m_old - m_new)", rows, max_error=err, peak_bytes=peak)
+        return verdict(BLOCKED_NUMPY, False, f"returned shape {out.shape}, expected {(n, d)}",
+                       diagnosis="wrong_shape", quiet=quiet)
+    key, why, ev = diagnose_attention(out, q, k, v, causal=False, tol=1e-4, block_n=block, block_m=block)
+    if key != "passed":
+        return verdict(BLOCKED_NUMPY, False, why, diagnosis=key, table=table, peak_bytes=peak, quiet=quiet, **ev)
+    err = ev["max_error"]
     if peak > limit:
-        what = ("an N x N score matrix" if peak >= n * n * 4 * 0.9 else
-                "a row of scores for all keys at once (block x N)" if peak >= block * n * 4 else "large temporaries")
-        return finish(name, False, f"correct, but it allocated {peak:,} B at its peak, more than 3 x the output "
-                      f"({limit:,} B): it looks like {what}. Loop over K/V blocks too, with the online softmax",
-                      rows, max_error=err, peak_bytes=peak)
-    return finish(name, True, f"correct (max error {err:.1e}) with a peak of {peak:,} B, {n * n * 4 / peak:.0f}x "
-                  f"less than one N x N float32 matrix", rows, max_error=err, peak_bytes=peak)
+        if peak >= n * n * 4 * 0.9:
+            key, what = "peak_memory_nxn", "an N x N score matrix"
+        elif peak >= block * n * 4:
+            key, what = "peak_memory_row", "a row of scores for all keys at once (block x N)"
+        else:
+            key, what = "peak_memory_temporaries", "large temporaries"
+        return verdict(BLOCKED_NUMPY, False, f"correct, but it allocated {peak:,} B at its peak, more than 3 x the "
+                       f"output ({limit:,} B): it looks like {what}. Which loop is missing?", diagnosis=key,
+                       table=table, max_error=err, peak_bytes=peak, quiet=quiet)
+    return verdict(BLOCKED_NUMPY, True, f"correct (max error {err:.1e}) with a peak of {peak:,} B, "
+                   f"{n * n * 4 / peak:.0f}x less than one N x N float32 matrix", table=table, max_error=err,
+                   peak_bytes=peak, quiet=quiet)

@@ -1,42 +1,85 @@
-"""Chapter 12, the final exercise: the learner's FlashAttention forward kernel in Triton, graded three ways.
+"""Chapter 12, the final exercise: the learner's FlashAttention forward kernel in Triton, graded on three points.
 
 :func:`check_flash_kernel` takes the learner's ``@triton.jit`` inner-loop body (see
 :mod:`flashsim.course.ch12.template` for its signature and what the template around it does) and grades:
 
-1. **output**: O and the logsumexp against float64 attention, on ragged N (not a multiple of the block), a padded
-   head dim, causal and non-causal, and large scores (a missing max subtraction overflows);
-2. **IO** (Triton interpreter, i.e. without a GPU): the bytes the kernel loads and stores, measured by
-   :func:`flashsim.measure.count_io`, must equal the simulator's kernel view
-   :func:`flashsim.model.kernel_io.kernel_io` byte for byte, tensor by tensor (loading a tile twice, or a K/V tile that
-   the causal mask does not need, shows up here);
-3. **speed** (CUDA GPU only): the median time (``triton.testing.do_bench`` via :func:`flashsim.measure.bench`) of
-   the learner's kernel against PyTorch's ``scaled_dot_product_attention`` at a realistic size, and against the
-   course's own :func:`flashsim.kernels.flash_forward`. Slower than ``max_slowdown`` × SDPA fails.
+1. **output**: O and the logsumexp against the model's float64 attention, on ragged N (not a multiple of the
+   block), a padded head dim, causal and non-causal, and scores large enough that e^s overflows float32;
+2. **IO**: the bytes the kernel loads and stores must equal the simulator's kernel view
+   :func:`flashsim.model.kernel_io.kernel_io` exactly, tensor by tensor. On a CPU the Triton interpreter counts
+   them (:func:`flashsim.measure.count_io`: every ``tl.load`` of the source). On a GPU Nsight Compute measures the
+   global load and store bytes; the GPU compiler may merge a repeated load of the same address, so the measured
+   bytes can equal the view where the interpreter counts the source's extra load: the verdict says which happened;
+3. **speed** (GPU only): the median time of the learner's kernel next to the course's
+   :func:`flashsim.kernels.flash_forward` and PyTorch's ``scaled_dot_product_attention`` with its backend named.
+   On a CPU one line says that speed needs a GPU.
 
-It prints a verdict and a read/write table and returns a :class:`~flashsim.course.ch05.checks.Verdict` (truthy when
-passed). :func:`learner_kernel_comparison` is the chapter's "On the real GPU" section for the learner's kernel:
-a :class:`flashsim.course.kit.real_gpu.Comparison` (``.table()``, ``.plot()``).
+Every wrong answer gets a diagnosis from the evidence (:func:`flashsim.course.kit.checker.diagnose_attention`
+for the output, the read/write table for the bytes, the learner's own line for an exception).
+:func:`learner_kernel_comparison` is the chapter's "On the real GPU" section for the learner's kernel.
 """
 from __future__ import annotations
 
-import math
+import inspect
+import os
+import re
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 
-from flashsim.course.ch05.checks import finish
+from flashsim.course import pick
+from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, call_learner, check_cases,
+                                         diagnose_attention, error_verdict, exercise, io_differs, io_rows,
+                                         OUT_OF_BOUNDS, verdict)
+from flashsim.course.kit.real_gpu import Comparison
+from flashsim.errors import FlashsimError
+from flashsim.kernels import runtime
+from flashsim.measure import bench, count_io
+from flashsim.measure.ncu import REQUIRED_METRICS, _find_ncu, _launch_record, _parse_ncu_csv
+from flashsim.model.attention.reference import reference_attention
+from flashsim.model.kernel_io import kernel_dram, kernel_io
 
-__all__ = ["check_flash_kernel", "check_kernel_kv_bytes", "learner_kernel_comparison", "run_learner_kernel", "sdpa_speed",
-           "CH12_SPEED_SIZES", "CH12_CHECK_CASES"]
+__all__ = ["check_flash_kernel", "check_kernel_kv_bytes", "learner_kernel_comparison", "run_learner_kernel",
+           "sdpa_speed", "CH12_SPEED_SIZES", "CH12_CHECK_CASES"]
 
-#: (n, d, heads, causal, block_m, block_n, score amplitude) cases the output and IO checks run in the interpreter
+FLASH_KERNEL = exercise(
+    "12.1", "the FlashAttention forward kernel",
+    "inner(q, m_i, l_i, acc, k_base, v_base, stride_n, start_n, offs_m, offs_n, offs_d, N, D, qk_scale, CAUSAL) -> "
+    "(m_i, l_i, acc): the @triton.jit body the template calls once per K/V tile. It loads the tile's K and V "
+    "itself and updates the running state so that the template's acc / l_i is attention's output and its "
+    "logsumexp is right, moving exactly the bytes of the kernel view, for ragged N, a padded head dim and causal.",
+    ("Chapter 05's update, now in Triton: which tensors does one tile need, and which of its rows and columns do "
+     "not exist?",
+     "Load K and V with a mask (key rows < N, head columns < D); S = tl.dot(q, tl.trans(k)) · qk_scale is in log2 "
+     "units, so use tl.math.exp2; mask keys past N (and, if CAUSAL, keys after the query) to -inf.",
+     "m' = max(m, rowmax s); α = exp2(m − m'); p = exp2(s − m'); l = α·l + rowsum p; acc = α·acc + p v; return m'"),
+    "check_flash_kernel")
+
+KV_BYTES = exercise(
+    "12.2", "the kernel's K and V bytes",
+    "fn(n, d, block_m, block_n, causal, elem_bytes) -> int: the bytes of K plus V that one head's forward kernel "
+    "(the chapter-12 template) loads.",
+    ("How many programs run, and how far along the keys does each one go?",
+     "One program per BLOCK_M rows; each loops over whole BLOCK_N tiles up to N (or, causal, up to the end of its "
+     "own rows); a masked load counts only the rows below N.",
+     "Σ over programs i of Σ over its tiles of min(BLOCK_N, N − start) rows × d × b, for K and for V"),
+    "check_kernel_kv_bytes")
+
+#: (n, d, heads, causal, block_m, block_n, score amplitude) cases the output and IO checks run
 CH12_CHECK_CASES = (
     (80, 24, 2, False, 32, 32, 1.0),     # ragged N (80 = 2.5 blocks), head dim 24 padded to 32, two heads
     (64, 32, 1, True, 16, 32, 1.0),      # causal, BLOCK_M < BLOCK_N: a tile is partly masked
-    (96, 16, 1, False, 32, 16, 12.0),    # large scores: e^s overflows fp32 without the running max
+    (96, 16, 1, False, 32, 16, 40.0),    # large scores: e^s overflows fp32 without the running max
     (70, 16, 1, True, 32, 16, 1.0),      # causal and ragged
 )
 #: (n, d, batch, heads) of the speed check on a GPU
 CH12_SPEED_SIZES = (4096, 64, 4, 16)
+#: the size (n, d, heads, causal, block_m, block_n) Nsight Compute measures the learner's kernel at on a GPU
+CH12_NCU_CASE = (1024, 64, 2, True, 64, 64)
+#: K and V: the loads a correct body makes per tile
+_VIEW_LOADS = 2
 
 
 def _torch_dtype(name: str):
@@ -52,34 +95,14 @@ def _inputs(b: int, h: int, n: int, d: int, dtype: str, device: str, seed: int, 
     return [x.to(device=device, dtype=_torch_dtype(dtype)) for x in (q, k, v)]
 
 
-def _reference(q, k, v, causal: bool):
-    """float64 attention and logsumexp, (B, H, N, d) and (B, H, N), on the CPU."""
-    q, k, v = (np.asarray(x.detach().float().cpu().numpy(), np.float64) for x in (q, k, v))
-    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
-    if causal:
-        n = s.shape[-1]
-        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
-    m = s.max(-1, keepdims=True)
-    p = np.exp(s - m)
-    l = p.sum(-1, keepdims=True)
-    return (p / l) @ v, (m + np.log(l))[..., 0]
+def _np(x) -> np.ndarray:
+    return x.detach().double().cpu().numpy()
 
 
 def run_learner_kernel(inner, q, k, v, causal: bool = False, block_m=None, block_n=None):
     """Launch the chapter-12 template with the learner's loop body: (o, lse) (see :mod:`flashsim.course.ch12.template`)."""
-    from flashsim.course.ch12.template import flash_forward_template
+    from flashsim.course.ch12.template import flash_forward_template   # needs triton (optional dependency)
     return flash_forward_template(q, k, v, inner, causal=causal, block_m=block_m, block_n=block_n)
-
-
-def _io_rows(measured, simulated) -> list:
-    """rw_table-style rows (tensor, measured read, measured write, simulated read, simulated write)."""
-    names = sorted(set(measured["loads"]) | set(measured["stores"]) | set(simulated["loads"]) |
-                   set(simulated["stores"]))
-    rows = [(n, measured["loads"].get(n, 0), measured["stores"].get(n, 0), simulated["loads"].get(n, 0),
-             simulated["stores"].get(n, 0)) for n in names]
-    rows.append(("total", sum(r[1] for r in rows), sum(r[2] for r in rows), sum(r[3] for r in rows),
-                 sum(r[4] for r in rows)))
-    return rows
 
 
 def _one_launch(per_tensor: dict) -> dict:
@@ -92,128 +115,270 @@ def _one_launch(per_tensor: dict) -> dict:
     return out
 
 
-def _interpreting() -> bool:
-    from flashsim import kernels
-    return bool(kernels.INTERPRETER)
+def _learner_source(inner) -> tuple[str, str, int]:
+    """(source of the learner's def, its file, its first line)."""
+    fn = getattr(inner, "fn", inner)
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        return "".join(lines), inspect.getsourcefile(fn) or "<your cell>", first
+    except (OSError, TypeError):
+        return getattr(inner, "src", ""), "<your cell>", 0
+
+
+def _source_loads(inner) -> int:
+    """How many ``tl.load`` calls the learner's source makes (comments ignored)."""
+    src, _, _ = _learner_source(inner)
+    return sum(len(re.findall(r"\btl\.load\s*\(", line.split("#")[0])) for line in src.splitlines())
+
+
+def _locate(err: LearnerError, inner) -> LearnerError:
+    """Where the traceback has no frame of the learner's kernel (the interpreter ran it), find the line that uses
+    the name a NameError names, in the learner's source."""
+    if err.where:
+        return err
+    m = re.search(r"name '(\w+)' is not defined", err.plain)
+    src, path, first = _learner_source(inner)
+    if m and src:
+        for k, line in enumerate(src.splitlines()):
+            if re.search(rf"\b{m.group(1)}\b", line.split("#")[0]):
+                err.where, err.line = f"{os.path.basename(path)}:{first + k}", line.strip()
+                break
+    return err
 
 
 def sdpa_speed(inner, n: int | None = None, d: int | None = None, batch: int | None = None,
                heads: int | None = None, causal: bool = False, dtype: str = "fp16") -> dict:
-    """Median ms of the learner's kernel, the course's flash_forward and torch SDPA on a GPU (do_bench medians).
+    """Median ms (do_bench) of the learner's kernel, the course's flash_forward and torch SDPA on a GPU, SDPA once
+    per available backend (FlashAttention-2, cuDNN, memory-efficient), each named.
 
-    Returns {"learner_ms", "flashsim_ms", "sdpa_ms", "slowdown_vs_sdpa", "tflops": {...}, "size": {...}}.
-    Raises FlashsimError without a GPU (the interpreter's wall time says nothing about a GPU).
+    Returns {"learner_ms", "flashsim_ms", "sdpa_ms", "sdpa_backend", "sdpa_backends_ms", "slowdown_vs_sdpa",
+    "tflops", "size", "device"}; "sdpa_ms" is the fastest backend's. Raises FlashsimError without a GPU.
     """
     import torch
     import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from flashsim.errors import FlashsimError
-    from flashsim.kernels import flash_forward
-    from flashsim.measure import bench
-    if _interpreting():
+    from flashsim.kernels import flash_forward   # the course kernel (needs triton)
+    if runtime.interpreting():
         raise FlashsimError("sdpa_speed needs a CUDA GPU: the interpreter's wall time says nothing about GPU speed")
     n0, d0, b0, h0 = CH12_SPEED_SIZES
     n, d, batch, heads = n or n0, d or d0, batch or b0, heads or h0
     q, k, v = _inputs(batch, heads, n, d, dtype, "cuda", seed=12)
     learner_ms = bench(lambda: run_learner_kernel(inner, q, k, v, causal))
     flashsim_ms = bench(lambda: flash_forward(q, k, v, causal=causal))
-    sdpa_ms = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+    backends = {}
+    for name, be in (("FlashAttention-2 (SDPBackend.FLASH_ATTENTION)", SDPBackend.FLASH_ATTENTION),
+                     ("cuDNN (SDPBackend.CUDNN_ATTENTION)", getattr(SDPBackend, "CUDNN_ATTENTION", None)),
+                     ("memory-efficient (SDPBackend.EFFICIENT_ATTENTION)", SDPBackend.EFFICIENT_ATTENTION)):
+        if be is None:
+            continue
+        try:
+            with sdpa_kernel([be]):
+                backends[name] = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+        except RuntimeError:   # this backend does not run this shape or dtype here
+            continue
+    best = min(backends, key=backends.get)
+    sdpa_ms = backends[best]
     flops = 4 * batch * heads * n * n * d * (0.5 if causal else 1.0)
-    return {"learner_ms": learner_ms, "flashsim_ms": flashsim_ms, "sdpa_ms": sdpa_ms,
-            "slowdown_vs_sdpa": learner_ms / sdpa_ms,
+    return {"learner_ms": learner_ms, "flashsim_ms": flashsim_ms, "sdpa_ms": sdpa_ms, "sdpa_backend": best,
+            "sdpa_backends_ms": backends, "slowdown_vs_sdpa": learner_ms / sdpa_ms,
             "tflops": {k_: flops / (ms * 1e-3) / 1e12 for k_, ms in
                        (("learner", learner_ms), ("flashsim", flashsim_ms), ("sdpa", sdpa_ms))},
             "size": {"n": n, "d": d, "batch": batch, "heads": heads, "causal": causal, "dtype": dtype},
             "device": torch.cuda.get_device_name(0)}
 
 
-def check_flash_kernel(inner, *, check_speed: bool | None = None, max_slowdown: float = 4.0,
-                       cases=None, dtype: str | None = None):
-    """Exercise 12: grade the learner's ``@triton.jit`` FlashAttention inner-loop body (see the module docstring).
+_NCU_CHILD = '''import sys
+sys.path.insert(0, {root!r})
+from flashsim.kernels.runtime import select_backend
+select_backend(False)
+import torch
+import triton
+import triton.language as tl
+from flashsim.course.ch12.template import flash_forward_template
+from flashsim.course.ch12.checks import _inputs
 
-    check_speed: None = on a GPU only; max_slowdown: the most times slower than torch SDPA that still passes.
-    cases: (n, d, heads, causal, block_m, block_n, amplitude) tuples, default :data:`CH12_CHECK_CASES`.
-    dtype: "fp32" in the interpreter (tight tolerance, 2e-4), "fp16" on a GPU (tolerance 2e-2) by default.
+{source}
+
+q, k, v = _inputs(1, {heads}, {n}, {d}, "fp16", "cuda", seed=5)
+flash_forward_template(q, k, v, {name}, causal={causal}, block_m={bm}, block_n={bn})
+torch.cuda.synchronize()
+'''
+
+
+def ncu_learner_io(inner, n: int, d: int, heads: int, causal: bool, block_m: int, block_n: int,
+                   timeout: float = 300.0) -> dict:
+    """Nsight Compute's global load/store bytes of one launch of the template with the learner's body (fp16).
+
+    Writes the learner's kernel source to a temporary script, runs it under ``ncu`` and returns {"backend": "ncu",
+    "global_load_bytes", "global_store_bytes", "launch": {...}}; raises FlashsimError when ncu is missing or may
+    not read the counters.
     """
-    from flashsim.model.kernel_io import kernel_io
-    from flashsim.course.ch12.template import INNER_SIGNATURE, is_jit_function
+    exe = _find_ncu()
+    if exe is None:
+        raise FlashsimError("Nsight Compute (ncu) not found on PATH")
+    src, _, _ = _learner_source(inner)
+    if not src.lstrip().startswith("@"):
+        src = "@triton.jit\n" + src
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    name = getattr(getattr(inner, "fn", inner), "__name__", "inner")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "learner_kernel.py")
+        with open(path, "w") as f:
+            f.write(_NCU_CHILD.format(root=root, source=src, heads=heads, n=n, d=d, name=name, causal=bool(causal),
+                                      bm=block_m, bn=block_n))
+        cmd = [exe, "--csv", "--print-units", "base", "--clock-control", "none", "--kernel-name",
+               "regex:^_flash_template_kernel$", "--metrics", ",".join(REQUIRED_METRICS), sys.executable, path]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    text = proc.stdout + "\n" + proc.stderr
+    if "ERR_NVGPUCTRPERM" in text:
+        raise FlashsimError("no permission to read GPU counters (ERR_NVGPUCTRPERM)")
+    rows = _parse_ncu_csv(proc.stdout)
+    if not rows:
+        raise FlashsimError(f"ncu returned no metrics (exit {proc.returncode}): {text.strip()[-800:]}")
+    launch = _launch_record(rows[-1])
+    return {"backend": "ncu", "global_load_bytes": int(launch["global_load_bytes"]),
+            "global_store_bytes": int(launch["global_store_bytes"]), "launch": launch}
 
-    name = "flash_kernel"
+
+def _grade_gpu_io(inner, extra_loads: int) -> tuple[bool | None, str, dict]:
+    """(io_ok or None when not measurable, message, details) from Nsight Compute against the kernel view."""
+    n, d, heads, causal, bm, bn = CH12_NCU_CASE
+    view = kernel_io("flash_fwd", n, d, bm, bn, causal=causal, dtype="fp16", heads=heads)
+    try:
+        got = ncu_learner_io(inner, n, d, heads, causal, bm, bn)
+    except (FlashsimError, OSError, subprocess.SubprocessError) as exc:
+        return None, f"IO not graded: {exc}", {}
+    det = {"gpu_load_bytes": got["global_load_bytes"], "gpu_store_bytes": got["global_store_bytes"],
+           "view_load_bytes": view.load_bytes, "view_store_bytes": view.store_bytes}
+    where = f"N={n}, d={d}, heads={heads}, causal={causal}, {bm}×{bn}, fp16"
+    if (got["global_load_bytes"], got["global_store_bytes"]) == (view.load_bytes, view.store_bytes):
+        msg = f"IO: Nsight Compute's global load/store bytes equal the kernel view exactly ({where})"
+        if extra_loads > 0:
+            msg += (f", though your source makes {extra_loads} more tl.load per tile than the view's K and V: the GPU "
+                    "compiler merged the repeated load of the same address (the interpreter, which runs the source "
+                    "as written, would count it)")
+            det["merged_by_compiler"] = True
+        return True, msg, det
+    return False, (f"IO: Nsight Compute measured {got['global_load_bytes']:,} B loaded / "
+                   f"{got['global_store_bytes']:,} B stored, the kernel view says {view.load_bytes:,} / "
+                   f"{view.store_bytes:,} ({where})"), det
+
+
+def _lse_diagnosis(lse, ref_lse) -> tuple[str, str]:
+    ln2 = 0.6931471805599453
+    if not np.isfinite(lse).all():
+        return "lse_non_finite", "the logsumexp is NaN/inf: is m_i returned as the running max of the scores?"
+    if np.allclose(lse, ref_lse / ln2, atol=1e-3):
+        return "lse_units", "the logsumexp is in log2 units: m_i and l_i must be base 2 throughout (exp2)"
+    return "lse_wrong", ("O is right but the logsumexp is not: return the new running max m_i (log2 units, the max "
+                         "of s = q·kᵀ·qk_scale) with l_i = Σ exp2(s − m_i)")
+
+
+def check_flash_kernel(inner, *, check_speed: bool | None = None, max_slowdown: float = 4.0, cases=None,
+                       dtype: str | None = None, check_io: bool | None = None, quiet: bool = False) -> Verdict:
+    """Exercise 12.1: grade the learner's ``@triton.jit`` inner-loop body on output, IO and speed (module docstring).
+
+    check_speed / check_io: None = the defaults (speed on a GPU only; IO always: the interpreter's count on a CPU,
+    Nsight Compute on a GPU). max_slowdown: the most times slower than SDPA's fastest backend that still passes.
+    cases: (n, d, heads, causal, block_m, block_n, amplitude) tuples, default :data:`CH12_CHECK_CASES`.
+    dtype: "fp32" in the interpreter (tolerance 2e-4), "fp16" on a GPU (tolerance 2e-2) by default.
+    """
+    from flashsim.course.ch12.template import INNER_SIGNATURE, is_jit_function   # needs triton
     if not is_jit_function(inner):
-        return finish(name, False, f"expected a @triton.jit function with the signature {INNER_SIGNATURE}, got "
-                      f"{type(inner).__name__}: put @triton.jit above your def")
-    interp = _interpreting()
+        return verdict(FLASH_KERNEL, False, f"expected a @triton.jit function with the signature {INNER_SIGNATURE}, "
+                       f"got {type(inner).__name__}: put @triton.jit above your def", diagnosis="not_jit",
+                       quiet=quiet)
+    interp = runtime.interpreting()
     device = "cpu" if interp else "cuda"
     dtype = dtype or ("fp32" if interp else "fp16")
     tol = 2e-4 if dtype == "fp32" else 2e-2
-    worst, worst_lse, table = 0.0, 0.0, []
-    io_exact = None
+    extra_loads = _source_loads(inner) - _VIEW_LOADS
+    worst, worst_lse, table, io_fail, lse_fail = 0.0, 0.0, None, None, None
     for idx, (n, d, heads, causal, bm, bn, amp) in enumerate(cases or CH12_CHECK_CASES):
         where = f"N={n}, d={d}, heads={heads}, causal={causal}, BLOCK_M={bm}, BLOCK_N={bn}"
         q, k, v = _inputs(1, heads, n, d, dtype, device, seed=100 + idx, amplitude=amp)
         try:
-            with np.errstate(all="ignore"):   # a stub's 0/0 is reported below, not warned about
-                if interp:
-                    from flashsim.measure import count_io
-                    counted = count_io(run_learner_kernel, inner, q, k, v, causal, bm, bn)
-                    o, lse = counted.result
-                else:
-                    o, lse = run_learner_kernel(inner, q, k, v, causal, bm, bn)
-        except Exception as exc:  # noqa: BLE001 - a learner's bug is reported, not raised
-            msg = str(exc).strip().splitlines()
-            return finish(name, False, f"your kernel raised {type(exc).__name__} at {where}: "
-                          f"{msg[-1] if msg else exc!r} (signature: {INNER_SIGNATURE})")
-        ref_o, ref_lse = _reference(q, k, v, causal)
-        o_np = o.detach().float().cpu().numpy().astype(np.float64)
-        lse_np = lse.detach().float().cpu().numpy().astype(np.float64)
-        if not np.isfinite(o_np).all():
-            bad = int((~np.isfinite(o_np)).sum())
-            return finish(name, False, f"{bad} output elements are NaN/inf at {where}: l_i stayed 0 (did the body "
-                          "add Σ p to l_i?) or exp overflowed (subtract the running max m_new before exp2)",
-                          max_error=math.inf)
-        err = float(np.abs(o_np - ref_o).max())
-        lse_err = float(np.abs(lse_np - ref_lse).max())
-        worst, worst_lse = max(worst, err), max(worst_lse, lse_err)
-        if not err < tol:
-            hint = ("missing rescale? when the running max grows, acc and l_i must both be multiplied by alpha = "
-                    "exp2(m_i - m_new)"
-                    if not causal else "keys after the query (offs_m[:, None] < cols[None, :]) must score -inf, "
-                    "and so must keys past N; and rescale acc and l_i by exp2(m_i - m_new)")
-            return finish(name, False, f"max |O - exact| = {err:.3g} at {where} (tolerance {tol:g}): {hint}",
-                          max_error=err)
-        if not lse_err < max(tol, 1e-3) * 10:
-            return finish(name, False, f"O is right but the logsumexp is off by {lse_err:.3g} at {where}: keep m_i "
-                          "in log2 units (the max of s = q·kᵀ·qk_scale) and l_i = Σ exp2(s - m_i)",
-                          max_error=err, lse_error=lse_err)
-        if interp:
+            if interp:
+                counted = call_learner(count_io, run_learner_kernel, inner, q, k, v, causal, bm, bn)
+                o, lse = counted.result
+            else:
+                o, lse = call_learner(run_learner_kernel, inner, q, k, v, causal, bm, bn)
+        except LearnerError as err:
+            return error_verdict(FLASH_KERNEL, _locate(err, inner), where, quiet=quiet)
+        qn, kn, vn = _np(q), _np(k), _np(v)
+        key, why, ev = diagnose_attention(_np(o), qn, kn, vn, causal=causal, tol=tol, block_n=bn, block_m=bm)
+        if key != "passed":
+            return verdict(FLASH_KERNEL, False, f"{why} ({where})", diagnosis=key, table=table, quiet=quiet, **ev)
+        worst = max(worst, ev["max_error"])
+        _, ref_lse = reference_attention(qn, kn, vn, causal, return_lse=True)
+        lse_np = _np(lse)
+        lse_err = float(np.abs(lse_np - ref_lse).max()) if np.isfinite(lse_np).all() else np.inf
+        worst_lse = max(worst_lse, lse_err)
+        if not lse_err < max(tol, 1e-3) * 10 and lse_fail is None:
+            lse_fail = (*_lse_diagnosis(lse_np, ref_lse), where, lse_err)
+        if interp and (check_io is None or check_io):
             measured = _one_launch(counted.per_tensor())
-            simulated = kernel_io("flash_fwd", n, d, bm, bn, causal=causal, dtype=dtype, heads=heads).per_tensor()
-            table = _io_rows(measured, _one_launch(simulated))
-            io_exact = all(r[1] == r[3] and r[2] == r[4] for r in table)
-            if not io_exact:
-                extra = table[-1][1] - table[-1][3]
-                return finish(name, False, f"the output is right, but the kernel moved {extra:+,} bytes more than "
-                              f"the simulator's kernel view at {where} (rows marked <--): load each K and V "
-                              "tile exactly once per tile, with the mask cols < N and offs_d < D",
-                              table, max_error=err, io_exact=False)
-    speed = None
+            simulated = _one_launch(kernel_io("flash_fwd", n, d, bm, bn, causal=causal, dtype=dtype,
+                                              heads=heads).per_tensor())
+            rows = io_rows(measured, simulated)
+            table = rows
+            differ = io_differs(rows)
+            if differ and io_fail is None:
+                io_fail = (differ, rows, where)
+    if lse_fail is not None:
+        key, why, where, err = lse_fail
+        return verdict(FLASH_KERNEL, False, f"{why} (max error {err:.3g} at {where})", diagnosis=key, table=table,
+                       max_error=worst, lse_error=err, quiet=quiet)
+    if io_fail is not None:
+        differ, rows, where = io_fail
+        by = {r[0]: r for r in rows}
+        extra = rows[-1][1] - rows[-1][3]
+        if OUT_OF_BOUNDS in differ:
+            key = "out_of_bounds_load"
+            why = (f"{by[OUT_OF_BOUNDS][1]:,} B were loaded from addresses outside every tensor (an out-of-bounds load): "
+                   "which rows of a tile lie past N, and does your load's mask leave them out?")
+        else:
+            key = "extra_loads" if extra > 0 else "missing_bytes"
+            parts = ", ".join(f"{t} {by[t][1]:,} B read (view: {by[t][3]:,})" for t in differ if t != "total")
+            why = f"the kernel moved {extra:+,} B against the kernel view ({parts})"
+            if extra > 0 and extra_loads > 0:
+                why += (f": your source makes {extra_loads} more tl.load per tile than one K and one V, and the "
+                        "interpreter counts every load of the source. (A GPU compiler may merge a repeated load of "
+                        "the same address, so Nsight Compute could show the view's bytes anyway; the source still "
+                        "asks for them twice.)")
+        return verdict(FLASH_KERNEL, False, f"the output is right, but the bytes differ (✘ rows, at {where}): {why}",
+                       diagnosis=key, table=rows, max_error=worst, io_exact=False, quiet=quiet)
+    details = {"max_error": worst, "lse_error": worst_lse}
+    if interp:
+        io_line = ("IO: the interpreter's count of every load and store equals the kernel view byte for byte"
+                   if check_io is None or check_io else "IO not graded (check_io=False)")
+        details["io_exact"] = True if check_io is None or check_io else None
+    elif check_io is None or check_io:
+        io_ok, io_line, io_det = _grade_gpu_io(inner, extra_loads)
+        details.update(io_det, io_exact=io_ok)
+        if io_ok is False:
+            return verdict(FLASH_KERNEL, False, f"the output is right, but {io_line}", diagnosis="gpu_extra_bytes",
+                           quiet=quiet, **details)
+    else:
+        io_line = "IO not graded (check_io=False)"
+        details["io_exact"] = None
     if check_speed is None:
         check_speed = not interp
     if check_speed:
         speed = sdpa_speed(inner, dtype="fp16")
-        line = (f"speed at N={speed['size']['n']}, d={speed['size']['d']}: yours {speed['learner_ms']:.3f} ms, "
-                f"flashsim.kernels.flash_forward {speed['flashsim_ms']:.3f} ms, torch SDPA {speed['sdpa_ms']:.3f} ms "
-                f"({speed['slowdown_vs_sdpa']:.2f}x SDPA)")
+        details["speed"] = speed
+        line = (f"speed at N={speed['size']['n']}, d={speed['size']['d']}: yours {speed['learner_ms']:.3f} ms, the "
+                f"course's flash_forward {speed['flashsim_ms']:.3f} ms, torch SDPA {speed['sdpa_ms']:.3f} ms with "
+                f"the {speed['sdpa_backend']} backend ({speed['slowdown_vs_sdpa']:.2f}× SDPA)")
         if speed["slowdown_vs_sdpa"] > max_slowdown:
-            return finish(name, False, f"correct, but {line}: more than {max_slowdown}x slower than SDPA",
-                          table, max_error=worst, speed=speed, io_exact=io_exact)
+            return verdict(FLASH_KERNEL, False, f"correct, but {line}: more than {max_slowdown}× slower than SDPA",
+                           diagnosis="too_slow", table=table, quiet=quiet, **details)
     else:
-        line = "speed not graded (no CUDA GPU: the interpreter's time says nothing about a GPU)"
-    io_line = ("IO equals the simulator's kernel view byte for byte" if io_exact else
-               "IO not measured (count_io needs the interpreter; on a GPU the timing is graded instead)")
-    return finish(name, True, f"O and logsumexp match float64 attention on {len(cases or CH12_CHECK_CASES)} cases "
-                  f"(max error {worst:.2e}); {io_line}; {line}", table, max_error=worst, lse_error=worst_lse,
-                  io_exact=io_exact, speed=speed)
+        line = "speed needs a CUDA GPU (the interpreter's time says nothing about a GPU): not graded here"
+    n_cases = len(cases or CH12_CHECK_CASES)
+    return verdict(FLASH_KERNEL, True, f"O and logsumexp match float64 attention on {n_cases} cases (max error "
+                   f"{worst:.2e}); {io_line}; {line}", table=table, quiet=quiet, **details)
 
 
 def learner_kernel_comparison(inner, *, n: int | None = None, d: int | None = None, block_m: int | None = None,
@@ -224,13 +389,8 @@ def learner_kernel_comparison(inner, *, n: int | None = None, d: int | None = No
     Interpreter: bytes counted by :func:`flashsim.measure.count_io`. GPU: the kernel is timed (do_bench median),
     and the bytes it must move are the simulator's; the DRAM row is the L2 model's prediction.
     """
-    from flashsim.course import pick
-    from flashsim.model.kernel_io import kernel_dram, kernel_io
-    from flashsim.kernels import default_blocks
-    from flashsim.measure import bench
-    from flashsim.course.kit.real_gpu import Comparison
-
-    interp = _interpreting()
+    from flashsim.kernels import default_blocks   # needs triton
+    interp = runtime.interpreting()
     n = int(n or (128 if interp else pick(small=128, full=4096)))  # the interpreter is slow at GPU sizes
     d = int(d or pick(small=32, full=64))
     dtype = dtype or ("fp32" if interp else "fp16")
@@ -240,11 +400,10 @@ def learner_kernel_comparison(inner, *, n: int | None = None, d: int | None = No
     sim = kernel_io("flash_fwd", n, d, bm, bn, causal=causal, dtype=dtype)
     cfg = {"n": n, "d": d, "block_m": bm, "block_n": bn, "causal": causal, "dtype": dtype}
     if interp:
-        from flashsim.measure import count_io
         counted = count_io(run_learner_kernel, inner, q, k, v, causal, bm, bn)
         result = Comparison("learner flash kernel", cfg, "interpreter", counted.load_bytes, counted.store_bytes,
                             sim.load_bytes, sim.store_bytes,
-                            notice="No CUDA GPU here: your kernel ran in the Triton interpreter at a small size, "
+                            notice="No CUDA GPU here: the kernel ran in the Triton interpreter at a small size, "
                                    "and its loads and stores were counted byte by byte.",
                             raw={"measured": counted.per_tensor(), "simulated": sim.per_tensor()})
     else:
@@ -252,43 +411,33 @@ def learner_kernel_comparison(inner, *, n: int | None = None, d: int | None = No
         dram = kernel_dram("flash_fwd", n, d, bm, bn, causal=causal, dtype=dtype)["total"]
         result = Comparison("learner flash kernel", cfg, "timing", None, None, sim.load_bytes, sim.store_bytes,
                             simulated_dram_bytes=int(dram.dram_bytes), time_s=ms * 1e-3,
-                            notice=f"GPU: your kernel took {ms:.3f} ms (do_bench median); count_io needs the "
-                                   "interpreter, so the measured byte columns are empty and the simulator's bytes "
-                                   "and the L2 model's DRAM bytes stand alone.",
+                            notice=f"GPU: the kernel took {ms:.3f} ms (do_bench median); check_flash_kernel "
+                                   "measures its bytes with Nsight Compute, so here the simulator's bytes and the "
+                                   "L2 model's DRAM bytes stand alone.",
                             raw={"simulated": sim.per_tensor(), "time_ms": ms})
     if not quiet:
         print(result.notice)
     return result
 
 
-def check_kernel_kv_bytes(fn):
-    """Exercise 12.2: ``fn(n, d, block_m, block_n, causal, elem_bytes) -> int``, the K + V bytes the kernel loads.
+def _kv_bytes_ref(n, d, bm, bn, causal, es):
+    dtype = {2: "fp16", 4: "fp32"}[es]
+    per = kernel_io("flash_fwd", n, d, bm, bn, causal=causal, dtype=dtype).per_tensor()
+    return sum(L["loads"].get("K", 0) + L["loads"].get("V", 0) for L in per.values())
 
-    Compared with :func:`flashsim.model.kernel_io.kernel_io` (which the interpreter's counts equal) on divisible and
-    ragged N, causal and not, BLOCK_M smaller, equal and larger than BLOCK_N.
-    """
-    from flashsim.model.kernel_io import kernel_io
-    name = "kernel_kv_bytes"
-    rows = []
-    for n, d, bm, bn, causal, es in ((256, 64, 64, 64, False, 2), (200, 64, 64, 32, False, 2),
-                                     (256, 64, 64, 64, True, 2), (200, 32, 32, 64, True, 4),
-                                     (130, 16, 16, 32, True, 2), (4096, 128, 128, 64, True, 2)):
-        dtype = {2: "fp16", 4: "fp32"}[es]
-        want_t = kernel_io("flash_fwd", n, d, bm, bn, causal=causal, dtype=dtype).per_tensor()
-        want = sum(L["loads"].get("K", 0) + L["loads"].get("V", 0) for L in want_t.values())
-        try:
-            got = int(fn(n, d, bm, bn, causal, es))
-        except Exception as exc:  # noqa: BLE001 - a learner's bug is reported, not raised
-            return finish(name, False, f"raised {type(exc).__name__}: {exc} (n={n}, d={d}, BLOCK_M={bm}, "
-                          f"BLOCK_N={bn}, causal={causal})")
-        rows.append((f"N={n} {bm}×{bn}{' causal' if causal else ''}", got, 0, want, 0))
-        if got != want:
-            if causal:
-                hint = "causal: program i stops at min((i+1)*BLOCK_M, N), rounded up to whole BLOCK_N tiles"
-            elif n % bm or n % bn:
-                hint = "ragged N: ceil(N / BLOCK_M) programs, and the last K/V tile is masked at N"
-            else:
-                hint = "each of the ceil(N / BLOCK_M) programs loads all N rows of K and of V"
-            return finish(name, False, f"got {got:,} B, the kernel view says {want:,} B at n={n}, d={d}, "
-                          f"BLOCK_M={bm}, BLOCK_N={bn}, causal={causal}: {hint}", rows)
-    return finish(name, True, f"K + V bytes match the kernel view on {len(rows)} cases", rows)
+
+def check_kernel_kv_bytes(fn, quiet: bool = False) -> Verdict:
+    """Exercise 12.2: against :func:`flashsim.model.kernel_io.kernel_io` (which the interpreter's counts equal) on
+    divisible and ragged N, causal and not, BLOCK_M smaller, equal and larger than BLOCK_N."""
+    cases = [(256, 64, 64, 64, False, 2), (200, 64, 64, 32, False, 2), (256, 64, 64, 64, True, 2),
+             (200, 32, 32, 64, True, 4), (130, 16, 16, 32, True, 2), (4096, 128, 128, 64, True, 2)]
+    suspects = (Suspect("floor_not_ceil", lambda n, d, bm, bn, c, es: 2 * (n // bm) * n * d * es if not c else None,
+                        "your count uses N // BLOCK_M programs: the ragged last row block is a program too"),
+                Suspect("causal_ignored", lambda n, d, bm, bn, c, es: _kv_bytes_ref(n, d, bm, bn, False, es),
+                        "your causal counts equal the non-causal ones: a causal program stops at its own last row"),
+                Suspect("mask_ignored", lambda n, d, bm, bn, c, es: 2 * sum(
+                    -(-(min((i + 1) * bm, n) if c else n) // bn) * bn for i in range(-(-n // bm))) * d * es,
+                        "your count loads whole BLOCK_N tiles: the mask at N leaves out the rows past the end"))
+    return check_cases(KV_BYTES, fn, cases, _kv_bytes_ref, header=("N, d, BLOCK_M, BLOCK_N, causal, b",
+                                                                   "kernel view B", "your B"),
+                       suspects=suspects, quiet=quiet)

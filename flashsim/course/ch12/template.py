@@ -39,16 +39,17 @@ the simulated ones; a correct body moves exactly the bytes of ``kernel_io("flash
 """
 from __future__ import annotations
 
-# flashsim.kernels first: it decides TRITON_INTERPRET, which Triton reads when it is imported and when a function
-# is decorated (importing triton before it would leave tl.zeros & co. compiled-only, unusable in the interpreter)
-from flashsim import kernels as _kernels  # noqa: F401,I001
-import torch  # noqa: E402
+from flashsim.kernels.runtime import select_backend
+
+select_backend()   # GPU or interpreter, decided before triton is imported (Triton reads it at decoration time)
+
+import torch  # noqa: E402  (heavy optional dependency: this module *is* Triton code)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from flashsim.errors import FlashsimError  # noqa: E402
 from flashsim.kernels._common import (check_block, check_qkv, default_blocks, forward_launch_options,  # noqa: E402
-                               head_block, poison_like, scale_of)
+                                      head_block, poison_like, scale_of)
 
 #: the signature the learner's ``@triton.jit`` inner-loop function must have
 INNER_SIGNATURE = ("inner(q, m_i, l_i, acc, k_base, v_base, stride_n, start_n, offs_m, offs_n, offs_d, N, D, "

@@ -1,0 +1,90 @@
+"""The checker kit (flashsim.course.kit.checker): the verdict line, no ok about a NaN, the learner's own line,
+out-of-bounds bytes named as such, graded hints, and the one door to solutions (reveal)."""
+import math
+
+import numpy as np
+import pytest
+
+from flashsim import exercises
+from flashsim.course.kit import checker
+from flashsim.course.kit.reveal import reveal, solution
+from flashsim.errors import FlashsimError
+
+EX = checker.get_exercise("00.1")
+
+
+@pytest.fixture(autouse=True)
+def _progress_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLASHSIM_DATA_DIR", str(tmp_path))
+
+
+def test_verdict_first_line_is_a_mark_and_the_exercise(capsys):
+    v = checker.verdict(EX, True, "fine")
+    assert capsys.readouterr().out.startswith("✔ 00.1 tensor bytes: PASSED — fine")
+    v = checker.verdict(EX, False, "not fine", diagnosis="x", quiet=True)
+    assert not v and v.headline().startswith("✘ 00.1") and capsys.readouterr().out == ""
+    assert repr(v) == "Verdict('00.1', passed=False, diagnosis='x')"
+
+
+def test_no_ok_about_a_nan():
+    v = checker.verdict(EX, True, "looks fine", max_error=math.nan, quiet=True)
+    assert not v and v.diagnosis == "non_finite"
+    v = checker.check_cases(EX, lambda x: math.nan, [(1.0,)], lambda x: 1.0, rel=1.0, quiet=True)
+    assert not v and v.diagnosis == "non_finite"
+    q, k, vv = checker.random_qkv(8, 4, 0)
+    out = checker.reference_attention(q, k, vv)
+    out[3, 1] = np.inf
+    key, _, _ = checker.diagnose_attention(out, q, k, vv, causal=False, tol=1e3)
+    assert key != "passed"
+
+
+def test_stub_and_learner_error_are_reported_not_raised():
+    def stub(*a):
+        raise NotImplementedError
+    v = checker.check_cases(EX, stub, [(1,)], lambda x: x, quiet=True)
+    assert v.diagnosis == "not_implemented" and "not implemented yet" in v.message
+
+    def buggy(x):
+        return x / undefined_name  # noqa: F821
+    v = checker.check_cases(EX, buggy, [(1,)], lambda x: x, quiet=True)
+    assert v.diagnosis == "learner_error"
+    assert "NameError: name 'undefined_name' is not defined" in v.message
+    assert "test_checkers_kit.py:" in v.message and "x / undefined_name" in v.message
+
+
+def test_out_of_bounds_bytes_are_named():
+    rows = checker.io_rows({"loads": {"K": 64, "?": 32}, "stores": {"O": 16}},
+                           {"loads": {"K": 64}, "stores": {"O": 16}})
+    assert checker.io_differs(rows) == ["?"]
+    text = str(checker.io_table(rows))
+    assert "out of bounds (no tensor)" in text and " ? " not in text and "✘" in text
+
+
+def test_hints_are_graded_and_opened_on_request(capsys):
+    first = exercises.hint("05.2")
+    assert first.startswith("hint 1/3") and "a question" in first and first.split(": ", 1)[1].split(" (")[0].endswith("?")
+    second = exercises.hint("05.2")
+    third = exercises.hint("05.2")
+    assert "hint 2/3" in second and "a pointer" in second
+    assert "hint 3/3" in third and "the formula" in third and "reveal" in third
+    assert exercises.hint("5.2", level=1) == first
+    with pytest.raises(FlashsimError):
+        exercises.hint("99.9")
+
+
+def test_reveal_is_per_exercise_and_the_only_door(capsys):
+    text = exercises.reveal("12.1")
+    assert "def flash_inner" in text and "def kernel_kv_bytes" not in text
+    assert "def kernel_kv_bytes" in reveal("12.2", quiet=True)
+    whole = reveal("05", quiet=True)
+    assert all(f"def {n}" in whole for n in ("online_block_update", "flash2_forward_loop", "fa1_hbm_bytes"))
+    assert [f.__name__ for f in solution("04.3")] == ["safe_softmax"]
+    for bad in ("99.1", "05.9", "x"):
+        with pytest.raises(FlashsimError):
+            reveal(bad, quiet=True)
+
+
+def test_every_exercise_has_a_solution_and_a_checker():
+    for ex in checker.exercises():
+        assert callable(getattr(exercises, ex.checker))
+        assert solution(ex.id)
