@@ -58,8 +58,8 @@ for _causal in (False, True):
 
 
 #: (kernel, padded head dim, causal) whose tuned configuration ran faster with pointer loads than with TMA in the
-#: H200 sweeps (N=4096: tune_h200_2026-11-30.json; N=16384: tune_h200_2026-11-30_bwd_n16384_d64.json, 4% at
-#: N=16384): with ``tma=None`` and no blocks given, these launches keep pointer loads.
+#: H200 sweeps (N=4096: tune_h200_2026-11-30.json; N=16384: tune_h200_2026-11-30_bwd_n16384_d64.json): with
+#: ``tma=None`` and no blocks given, these launches keep pointer loads.
 POINTER_LOADS_H200 = frozenset({("flash_bwd_dkdv", 64, True)})
 
 
@@ -254,9 +254,9 @@ def poison_outputs() -> bool:
 
 def output_like(t: torch.Tensor, shape=None, dtype=None) -> torch.Tensor:
     """The output buffer of the fast kernels (flash_forward, flash_backward), which write every element:
-    NaN-poisoned where :func:`poison_outputs` says so, else uninitialised like PyTorch's own kernels' outputs.
-    On a GPU the NaN fill is a kernel of its own: 27 µs per forward call at N=2048 on an H200, 5% of the
-    forward pass (benchmarks/results/attention_speed_2026-11-30_3.md)."""
+    NaN-poisoned where :func:`poison_outputs` says so, else uninitialised like PyTorch's own kernels' outputs:
+    on a GPU the NaN fill is a kernel launch of its own, which the timed runs must not pay for (what it costs:
+    benchmarks/results/NOTES.md)."""
     if poison_outputs():
         return poison_like(t, shape, dtype)
     return torch.empty(shape if shape is not None else t.shape, dtype=dtype or t.dtype, device=t.device)

@@ -98,7 +98,7 @@ def _nvlink_tx_bytes(device_index: int, links: int = 18) -> int | None:
     """NVLink data bytes this GPU has transmitted so far, summed over its links, or None where NVML cannot say.
 
     NVML field NVLINK_THROUGHPUT_DATA_TX (KiB) is per link (scope id = link number): the H200's 18 links are read
-    one by one. (The run of 2026-11-29 read scope 0 only, i.e. link 0: see benchmarks/results/.)
+    one by one, since one scope alone is one link's bytes (benchmarks/results/NOTES.md).
     """
     try:
         import pynvml
