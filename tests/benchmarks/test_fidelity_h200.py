@@ -1,0 +1,52 @@
+"""benchmarks/fidelity_h200.py (issue 13): enough configurations per kernel, enough of them new to the L2 model,
+the DRAM criterion as the issue states it, and a dry run that writes its JSON and markdown without a GPU."""
+import json
+
+from benchmarks import fidelity_h200 as F
+from benchmarks import gpu_validate as G
+
+MIB = 1 << 20
+
+
+def test_every_kernel_has_12_configs_4_not_fit():
+    for k in F.KERNELS:
+        rows = F.CONFIGS[k]
+        assert len(rows) >= 12, k
+        assert sum(r[-1] != "fit" for r in rows) >= 4, k
+        assert len(set(rows)) == len(rows), k
+
+
+def test_fit_tags_match_the_sweep_the_l2_model_was_chosen_on():
+    fit = {(k, b, h, n, d, c, bm, bn) for k, b, h, n, d, c, bm, bn in G.NCU_SWEEP}
+    for k in F.KERNELS:
+        for b, h, n, d, c, bm, bn, tag in F.CONFIGS[k]:
+            assert ((k, b, h, n, d, c, bm, bn) in fit) == (tag == "fit"), (k, n, d, tag)
+
+
+def test_dram_criterion():
+    assert F.dram_ok(105, 100, 10**9) and not F.dram_ok(106, 100, 10**9)
+    assert F.dram_ok(30 * MIB, 28.5 * MIB, 39 * MIB)          # small launch: 1.5 MiB off is fine
+    assert not F.dram_ok(30 * MIB, 27 * MIB, 39 * MIB)        # 3 MiB is not
+
+
+def test_compare_flags_requested_mismatch():
+    cfg = F.configs(("flash_fwd",))[0]
+    pred = F.predict(dict(cfg, n=256, heads=1))
+    name, p = next(iter(pred["launches"].items()))
+    meas = {"launches": [{"kernel": name, "global_load_bytes": p["load_bytes"], "global_store_bytes": p["store_bytes"] + 32,
+                          "dram_read_bytes": p["dram_read_bytes"], "dram_write_bytes": p["dram_write_bytes"]}]}
+    row = F.compare(cfg, pred, meas)["launches"][0]
+    assert row["requested_equal"] is False and row["dram_ok"] is True
+
+
+def test_dry_run_writes_json_and_markdown(tmp_path, monkeypatch):
+    monkeypatch.setitem(F.CONFIGS, "online_softmax", [(1, 1, 256, 1, False, 64, 64, "new")])
+    res = F.run(str(tmp_path), kernels=("online_softmax",), dry_run=True, workers=1)
+    data = json.loads((tmp_path / "fidelity_h200.json").read_text())
+    assert data["info"]["dry_run"] is True and data["rows"][0]["predicted"]["load_bytes"] > 0
+    assert res["estimated_device_seconds"] > 0
+    assert "online_softmax" in (tmp_path / "fidelity_h200.md").read_text()
+
+
+def test_whole_plan_fits_the_device_budget():
+    assert F.estimate_device_seconds(F.configs()) < 300
