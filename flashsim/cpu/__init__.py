@@ -29,7 +29,10 @@ How it is made fast (what chapter 10 discusses):
 * rows and columns are padded to the micro-kernel's tile (4 rows, 16 columns) once, up front, so there are no
   per-block copies and no ragged edge cases inside the hot loop.
 
-Block sizes default to :func:`default_blocks`, which sizes them from the CPU preset's caches.
+Block sizes are ``block_r`` (Q rows per block, the paper's Br) and ``block_c`` (K/V rows per block, Bc), the
+simulator's spelling (the one mapping to the kernels' ``block_m``/``block_n`` is in
+:mod:`flashsim.model.attention.visibility`); they default to :func:`default_blocks`, which sizes them from the CPU
+preset's caches.
 
 One concern per module: :mod:`~flashsim.cpu.intrinsics` (the numba micro-kernel and ``2**x``),
 :mod:`~flashsim.cpu.flash` (the blocked forward), :mod:`~flashsim.cpu.naive` (numpy Algorithm 0),

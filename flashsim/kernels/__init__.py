@@ -22,7 +22,7 @@ they take CUDA tensors, fp16, bf16 or fp32.
 
 Block sizes are explicit arguments, ``block_m`` (Q rows per tile, Triton's BLOCK_M = the paper's Br) and
 ``block_n`` (K/V rows per tile, BLOCK_N = Bc); the mapping is stated once in
-:mod:`flashsim.model.attention.tiling`. There is no autotuning: the interpreter cannot autotune, and the IO the
+:mod:`flashsim.model.attention.visibility`. There is no autotuning: the interpreter cannot autotune, and the IO the
 simulator predicts depends on the blocks. Defaults per mode come from :func:`default_blocks`; on a Hopper GPU,
 calls without blocks take the launch configurations tuned on an H200 (``_common.TUNED_H200``, chapter 12), and the
 flash kernels copy tiles through tensor descriptors (TMA, ``tma=None``). In the interpreter neither happens by

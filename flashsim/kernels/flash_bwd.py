@@ -235,7 +235,8 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     """Gradients (dq, dk, dv) of FlashAttention by recomputation (chapter 07); three launches.
 
     q, k, v, o, do: (B, H, N, d); lse: (B, H, N) fp32 from :func:`flash_forward`.
-    Blocks: given ``block_m`` (Q rows) and ``block_n`` (K/V rows) hold for every launch, as the kernel view in
+    Blocks (BLOCK_M = Br, BLOCK_N = Bc: :mod:`flashsim.model.attention.visibility`): given ``block_m`` (Q rows)
+    and ``block_n`` (K/V rows) hold for every launch, as the kernel view in
     :mod:`flashsim.model.kernel_io` assumes. Without them, on a Hopper GPU each kernel takes its own tuned
     configuration (:data:`flashsim.kernels._common.TUNED_H200`: the K/V pass wants few Q rows per step, the dQ
     pass many). ``tma``: stream the tiles through tensor descriptors (chapter 12); None = as

@@ -139,6 +139,8 @@ def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
 
     q, k, v: (B, H, N, d). Returns (o, lse): o (B, H, N, d) in q's dtype, lse (B, H, N) fp32 natural-log
     logsumexp of each score row (what the backward pass needs).
+    ``block_m``, ``block_n``: Q rows and K/V rows per tile (BLOCK_M = the paper's Br, BLOCK_N = Bc: the one
+    vocabulary, :mod:`flashsim.model.attention.visibility`); None = :func:`flashsim.kernels.default_blocks`.
     ``tma``: load Q, K, V and store O through tensor descriptors (Hopper's TMA copy engine, chapter 12) instead
     of pointers. None (default): on a GPU that supports it, for the head dims validated on an H200 (64, 128), with
     the launch configuration tuned for it when no blocks are given; never by default in the interpreter. The
