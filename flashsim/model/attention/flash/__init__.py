@@ -53,9 +53,6 @@ True
 from flashsim.model.attention.flash.blocks import FLASH_ALGOS, resolve_blocks, sram_peak_bytes, sram_tile_bytes
 from flashsim.model.attention.flash.count import FlashCount, count_flash
 from flashsim.model.attention.flash.step import FlashRun, run_flash, step_host_bytes
-from flashsim.model.attention.reference import reference_attention, reference_attention_grads, softmax_scale
 
-# reference_attention, reference_attention_grads, softmax_scale: re-exported from
-# flashsim.model.attention.reference (their one home) for callers that still import them from here.
 __all__ = ["FLASH_ALGOS", "FlashCount", "FlashRun", "count_flash", "resolve_blocks", "run_flash", "sram_peak_bytes",
            "sram_tile_bytes", "step_host_bytes"]
