@@ -61,9 +61,11 @@ def test_recorded_is_an_ncu_run_of_that_kernel(kernel):
     r.plot()
 
 
-def test_recorded_prefers_the_asked_causal_and_size():
+def test_recorded_prefers_the_asked_causal_blocks_and_size():
     r = real_gpu.recorded("flash_fwd", n=4096, d=128, causal=True)
     assert (r.config["n"], r.config["d"], r.config["causal"]) == (4096, 128, True)
+    r = real_gpu.recorded("online_softmax", block_m=32, block_n=128)
+    assert (r.config["block_m"], r.config["block_n"]) == (32, 128)
 
 
 def test_compare_without_kernels_prints_one_line_then_shows_the_recording(no_kernels, capsys):

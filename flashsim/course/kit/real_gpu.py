@@ -240,13 +240,13 @@ def _notice(backend: str, raw: dict) -> str:
 RECORDED = "kernels_h200"  #: the recorded ncu sweep :func:`recorded` reads (flashsim/course/recorded/)
 
 
-def recorded(kernel_name: str, *, n: int | None = None, d: int | None = None, causal: bool = False,
-             dtype: str = "fp16", notice: str = "") -> Comparison:
+def recorded(kernel_name: str, *, n: int | None = None, d: int | None = None, block_m: int | None = None,
+             block_n: int | None = None, causal: bool = False, dtype: str = "fp16", notice: str = "") -> Comparison:
     """The measurement recorded on a GPU for ``kernel_name``, as a :class:`Comparison` (no torch or triton needed).
 
     From the ncu sweep :data:`RECORDED` (``load_result("kernels_h200")["ncu_sweep"]``, set "sweep"): the run of
     the same kernel nearest to the asked size (default: the full size of :data:`DEFAULT_SIZES`), preferring the
-    same ``causal`` and ``dtype``. Measured: Nsight Compute's global load/store and DRAM bytes and the kernel
+    same ``causal``, ``dtype`` and (where given) tile sizes. Measured: Nsight Compute's global load/store and DRAM bytes and the kernel
     time; simulated: the simulator's prediction recorded with it for that configuration.
     """
     if kernel_name not in KERNELS:
@@ -261,7 +261,8 @@ def recorded(kernel_name: str, *, n: int | None = None, d: int | None = None, ca
 
     def distance(run):
         c = run["config"]
-        return (c["causal"] != bool(causal), c["dtype"] != dtype,
+        blocks = sum(want is not None and c[key] != want for key, want in (("block_m", block_m), ("block_n", block_n)))
+        return (c["causal"] != bool(causal), c["dtype"] != dtype, blocks,
                 abs(math.log2(c["n"] / want_n)) + abs(math.log2(max(c["d"], 1) / want_d)))
 
     run = min(runs, key=distance)
@@ -294,7 +295,8 @@ def compare(kernel_name: str, *, n: int | None = None, d: int | None = None, blo
         raise FlashsimError(f"unknown kernel {kernel_name!r}: use one of {sorted(KERNELS)}")
     why = missing("kernels")
     if why is not None:  # no torch/triton here: say so in one line, then show what a GPU measured
-        result = recorded(kernel_name, n=n, d=d, causal=causal, dtype=dtype, notice=why)
+        result = recorded(kernel_name, n=n, d=d, block_m=block_m, block_n=block_n, causal=causal, dtype=dtype,
+                          notice=why)
         if not quiet:
             print(result.notice)
         return result
