@@ -44,6 +44,11 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+from flashsim import kernels  # noqa: E402  (cheap: the kernels, torch and triton load on first use)
+from flashsim.kernels.runtime import select_backend  # noqa: E402
+from flashsim.measure import bench  # noqa: E402
+from flashsim.measure.provenance import run_info  # noqa: E402
+
 IMPLS = ("ours", "flash", "cudnn", "efficient", "naive")
 #: the issue's targets: (mode, baseline) -> minimum ours/baseline ratio, for rows with N >= TARGET_MIN_N
 TARGETS = {("fwd", "flash"): 1.1, ("fwd", "cudnn"): 0.9, ("bwd", "flash"): 1.1}
@@ -101,10 +106,9 @@ def _naive(q, k, v, causal):
 
 
 def _ours(q, k, v, causal):
-    from flashsim.kernels import attention, flash_forward
     if q.requires_grad:
-        return attention(q, k, v, causal=causal)
-    return flash_forward(q, k, v, causal=causal)[0]
+        return kernels.attention(q, k, v, causal=causal)
+    return kernels.flash_forward(q, k, v, causal=causal)[0]
 
 
 def implementation(name):
@@ -163,10 +167,8 @@ def time_row(row: dict, impls=IMPLS, timer=None, naive_max_n: int = 4096, device
              rep=40) -> dict:
     """Check and time one row; returns the row with 'ms', 'tflops', 'errors', ratios and target verdicts."""
     import torch
-    from flashsim.measure import bench
     timer = timer or (lambda fn: bench(fn, warmup=warmup, rep=rep))
     if device is None:
-        from flashsim import kernels
         device = "cpu" if kernels.INTERPRETER else "cuda"
     dtype = getattr(torch, row["dtype"])
     B, H, N, d, causal, mode = row["batch"], row["heads"], row["n"], row["d"], row["causal"], row["mode"]
@@ -223,8 +225,7 @@ SWEEP = [("fwd", 128, 64, 4, 3), ("fwd", 128, 128, 8, 3), ("fwd", 128, 64, 8, 4)
 def sweep_one(mode, d, causal, bm, bn, warps, stages, n=8192, dtype="float16", timer=None, device="cuda"):
     """Time our fwd or bwd at one (block_m, block_n, num_warps, num_stages); error vs SDPA flash's output."""
     import torch
-    from flashsim.kernels import flash_backward, flash_forward
-    from flashsim.measure import bench
+    flash_backward, flash_forward = kernels.flash_backward, kernels.flash_forward
     timer = timer or (lambda fn: bench(fn, warmup=10, rep=40))
     B, H = max(1, TOKENS // n), WIDTH // d
     torch.manual_seed(n + d + causal)
@@ -250,8 +251,6 @@ def sweep_one(mode, d, causal, bm, bn, warps, stages, n=8192, dtype="float16", t
 # --- run, record ----------------------------------------------------------------------------------------------
 
 def versions(command: str | None = None) -> dict:
-    from flashsim.kernels.runtime import select_backend
-    from flashsim.measure.provenance import run_info
     backend = select_backend()
     info = run_info(command)
     if info["gpu"] is None:

@@ -24,9 +24,12 @@ import time
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 
+from flashsim.measure.provenance import run_info  # noqa: E402
+from flashsim.model.multi.closed_forms import ring_message_bytes  # noqa: E402
+from flashsim.multi.distributed import run_ring  # noqa: E402
+
 
 def versions() -> dict:
-    from flashsim.measure.provenance import run_info
     return run_info("PYTHONPATH=$PWD python benchmarks/distributed_h200.py --out $OUT")
 
 
@@ -36,8 +39,6 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="gloo on 2 CPU processes at small sizes")
     args = ap.parse_args()
     import torch
-    from flashsim.multi.distributed import run_ring
-    from flashsim.model.multi.closed_forms import ring_message_bytes
     gpu = torch.cuda.is_available() and torch.cuda.device_count() >= 2 and not args.small
     backend = "nccl" if gpu else "gloo"
     result = {"versions": versions(), "backend": backend, "runs": []}

@@ -24,9 +24,13 @@ import time
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 
+from flashsim.kernels import INTERPRETER  # noqa: E402  (chooses GPU or interpreter before triton is imported)
+from flashsim.kernels.split_kv import default_num_splits, split_kv_attention, split_plan  # noqa: E402
+from flashsim.measure.provenance import run_info  # noqa: E402
+from flashsim.model.multi.closed_forms import split_kv_total_bytes  # noqa: E402
+
 
 def versions() -> dict:
-    from flashsim.measure.provenance import run_info
     return run_info("PYTHONPATH=$PWD python benchmarks/flash_decoding_h200.py --out $OUT")
 
 
@@ -36,9 +40,6 @@ def main() -> int:
     ap.add_argument("--small", action="store_true")
     args = ap.parse_args()
     import torch
-    from flashsim.kernels import INTERPRETER
-    from flashsim.kernels.split_kv import default_num_splits, split_kv_attention, split_plan
-    from flashsim.model.multi.closed_forms import split_kv_total_bytes
     gpu = not INTERPRETER and not args.small
     dev = "cuda" if gpu else "cpu"
     n, d = (65536, 128) if gpu else (1024, 32)

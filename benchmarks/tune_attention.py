@@ -37,6 +37,13 @@ select_backend()          # GPU or interpreter, chosen before triton is imported
 
 import triton  # noqa: E402
 
+from flashsim.kernels import flash_backward, flash_forward  # noqa: E402
+from flashsim.kernels._common import tensor_desc  # noqa: E402
+from flashsim.kernels.flash_bwd import _bwd_dkdv, _bwd_dq, _bwd_preprocess  # noqa: E402
+from flashsim.kernels.flash_fwd import _flash_fwd_kernel  # noqa: E402
+from flashsim.measure import bench  # noqa: E402
+from flashsim.measure.provenance import run_info  # noqa: E402
+
 #: experiments' extra kernels, registered by benchmarks/experiments/tune_experiments.py: {kernel: launcher(c, x)},
 #: their extra spec flags, their grids ({grid name: {kernel: [(bm, bn, warps, stages, tma), ...]}} per shape),
 #: the kernels that always load through TMA, and the module that registers them (imported by compile workers)
@@ -106,13 +113,11 @@ def configs(shapes, wide=False, spec=None, experiment=None):
 
 def inputs(d, causal, n, device="cuda", batch=None, heads=None):
     import torch
-    from flashsim.kernels import flash_backward, flash_forward
     B, H = batch or max(1, TOKENS // n), heads or WIDTH // d
     torch.manual_seed(1000 * d + n + causal)
     q, k, v, do = (torch.randn(B, H, n, d, device=device, dtype=torch.float16) for _ in range(4))
     o, lse = flash_forward(q, k, v, causal=causal)
     dq, dk, dv = flash_backward(q, k, v, o, lse, do, causal=causal)
-    from flashsim.kernels.flash_bwd import _bwd_preprocess
     delta = torch.empty(B, H, n, device=device, dtype=torch.float32)
     _bwd_preprocess[(triton.cdiv(n, 64), B * H)](o, do, delta, *o.stride(), *do.stride(), H, n, d,
                                                   BLOCK_M=64, BLOCK_D=d)
@@ -122,9 +127,6 @@ def inputs(d, causal, n, device="cuda", batch=None, heads=None):
 def launcher(c, x):
     """A zero-argument launch of config c on inputs x, and a check of what it wrote."""
     import torch
-    from flashsim.kernels.flash_bwd import _bwd_dkdv, _bwd_dq
-    from flashsim.kernels._common import tensor_desc
-    from flashsim.kernels.flash_fwd import _flash_fwd_kernel
     q, k, v, do, lse, delta = x["q"], x["k"], x["v"], x["do"], x["lse"], x["delta"]
     B, H, n, d = x["B"], x["H"], x["n"], x["d"]
     scale = d ** -0.5
@@ -218,9 +220,6 @@ def main(argv=None, experiment=None):
 
     import torch
     from tqdm import tqdm
-
-    from flashsim.measure import bench
-    from flashsim.measure.provenance import run_info
     kernels = args.kernels.split(",")
     shapes = [(int(d), c) for d in args.d.split(",") for c in (False, True)]
     todo = [c for c in configs(shapes, args.wide, args.spec, experiment) if c["kernel"] in kernels]

@@ -35,10 +35,14 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from flashsim.kernels._common import (check_block, check_qkv, check_tensors, default_blocks, head_block,  # noqa: E402
-                                      output_like, scale_of, tensor_desc, use_tma)
-from flashsim.kernels.flash_bwd import _bwd_preprocess  # noqa: E402
 from flashsim.errors import FlashsimError  # noqa: E402
+from flashsim.kernels import flash_backward, flash_forward  # noqa: E402
+from flashsim.kernels._common import (check_blocks, check_flag, check_launch, check_qkv,  # noqa: E402
+                                      check_tensors, head_block, output_like, scale_of, tensor_desc, use_tma)
+from flashsim.kernels.flash_bwd import _bwd_preprocess  # noqa: E402
+from flashsim.measure import bench  # noqa: E402
+from flashsim.measure.provenance import run_info  # noqa: E402
+from flashsim.model.attention.reference import reference_attention_grads  # noqa: E402
 
 
 @triton.jit
@@ -156,13 +160,13 @@ def flash_backward_atomic(q, k, v, o, lse, do, causal: bool = False, sm_scale=No
     check_tensors(("q", "o", "do"), q, o, do, ndim=4)
     if o.shape != q.shape or do.shape != q.shape or tuple(lse.shape) != (B, H, N):
         raise FlashsimError("o and do must have q's shape and lse (B, H, N): as flash_forward returns them")
+    causal = check_flag("causal", causal)
     scale = scale_of(sm_scale, d)
+    num_warps, num_stages = check_launch(num_warps, num_stages)
     block_d = head_block(d)
     q, k, v, o, do = (t.contiguous() for t in (q, k, v, o, do))
     lse = lse.contiguous()
-    dm, dn = default_blocks("flash_bwd", d)
-    block_m = check_block("block_m", dm if block_m is None else block_m)
-    block_n = check_block("block_n", dn if block_n is None else block_n)
+    block_m, block_n = check_blocks("flash_bwd", d, block_m, block_n)
     opts = {}
     if num_warps is not None or block_d >= 128:
         opts["num_warps"] = num_warps or 8
@@ -176,7 +180,7 @@ def flash_backward_atomic(q, k, v, o, lse, do, causal: bool = False, sm_scale=No
     dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)  # the atomic adds need a zeroed fp32 sum
     descs = (tensor_desc(q, block_m, block_d), tensor_desc(do, block_m, block_d)) if with_tma else (None, None)
     _bwd_dkdv_atomic[(triton.cdiv(N, block_n), B * H)](q, k, v, do, dk, dv, lse, delta, scale, *descs, dq,
-                                                       *q.stride(), H, N, d, CAUSAL=bool(causal), USE_TMA=with_tma,
+                                                       *q.stride(), H, N, d, CAUSAL=causal, USE_TMA=with_tma,
                                                        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, **opts)
     return dq.to(q.dtype), dk, dv
 
@@ -184,10 +188,6 @@ def flash_backward_atomic(q, k, v, o, lse, do, causal: bool = False, sm_scale=No
 def main(argv=None) -> dict:
     """Time the atomic backward against the package's on a GPU (fp16, the speed grid's shapes), check both
     against float64, and write ``atomic_bwd_<gpu>_<date>.json`` under ``--out``."""
-    from flashsim.measure import bench
-    from flashsim.measure.provenance import run_info
-    from flashsim.kernels import flash_backward, flash_forward
-    from flashsim.model.attention.reference import reference_attention_grads
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(HERE, "benchmarks", "experiments", "results"))
     ap.add_argument("--n", default="1024,4096,16384")
