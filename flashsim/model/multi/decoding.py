@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flashsim.model.attention.reference import reference_attention
+from flashsim.model.attention.reference import reference_attention, softmax_scale
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.hardware import Hardware, get_device
 from flashsim.model.memory import Counters
@@ -26,7 +26,7 @@ def split_partials(q, k, v, splits: int, scale: float | None = None):
     """Flash-decoding's first kernel in numpy: K/V cut into `splits` contiguous chunks (as equal as possible);
     returns (o_parts (S, nq, d), lse_parts (S, nq))."""
     q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scale = softmax_scale(q.shape[-1]) if scale is None else scale
     bounds = np.linspace(0, k.shape[0], int(splits) + 1).round().astype(int)
     parts = [reference_attention(q, k[a:b], v[a:b], sm_scale=scale, return_lse=True)
              for a, b in zip(bounds[:-1], bounds[1:]) if b > a]

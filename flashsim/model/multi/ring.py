@@ -16,7 +16,7 @@ import numpy as np
 
 from flashsim.errors import SramCapacityError
 from flashsim.model.attention.online_softmax import combine_partials
-from flashsim.model.attention.reference import reference_attention
+from flashsim.model.attention.reference import reference_attention, softmax_scale
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.hardware import Hardware, get_device
 from flashsim.model.multi import closed_forms as closed
@@ -121,7 +121,7 @@ def ring_attention(n: int, d: int, world: int = 2, heads: int = 1, batch: int = 
         q, k, v = (rng.standard_normal((bh, int(n), int(d))) for _ in range(3))
         o_run = [None] * world
         lse_run = [None] * world
-        scale = int(d) ** -0.5
+        scale = softmax_scale(int(d))
     held = list(range(world))
     done = np.zeros((world, world), bool)
     steps, total_s = [], 0.0

@@ -4,16 +4,16 @@ One Event per load, store and compute; storage dtypes are emulated by rounding o
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from flashsim.errors import FlashsimError
 from flashsim.model.attention.online_softmax import online_softmax_update
+from flashsim.model.attention.reference import softmax_scale
 from flashsim.model.attention.standard.blocks import resolve_standard_blocks
 from flashsim.model.attention.standard.program import EagerOps, Op, Program, program_for
-from flashsim.model.attention.visibility import causal_mask
+from flashsim.model.attention.visibility import causal_mask, n_blocks
 from flashsim.model.blas import single_blas_thread
 from flashsim.model.memory import MASK_DTYPE, Counters, Memory, check_host_budget, storage_bytes
 from flashsim.model.problem import Problem
@@ -45,7 +45,7 @@ def standard_host_bytes(problem: Problem, eager_ops=None, record_events: bool = 
     per_head = sum(4 * (n * n if prog.shapes[t] == "nn" else n * d) for t in prog.dtypes)
     per_head += n * n  # the dropout keep mask (RNG stream) when present, bool
     br, bc = resolve_standard_blocks(problem, eager_ops)
-    tiles = (-(-n // br)) * (-(-n // bc)) * (len(prog.forward) + len(prog.backward))
+    tiles = n_blocks(n, br) * n_blocks(n, bc) * (len(prog.forward) + len(prog.backward))
     events = tiles * 6 * 200 if record_events else 0  # ~6 events of ~200 bytes per tile
     return per_head + events + problem.heads * n * d * 4 * 8
 
@@ -82,11 +82,11 @@ def run_standard(problem: Problem, q, k, v, do=None, *, eager_ops=None, keep=Non
         for name, a in zip(("Q", "K", "V", "dO"), arrays):
             mem.put(name, a[h], prog.dtypes[name])
         if "causal_mask" in prog.dtypes:
-            mem.put("causal_mask", np.triu(np.ones((n, n), bool), 1), MASK_DTYPE)
+            mem.put("causal_mask", causal_mask(0, n, 0, n, always=True), MASK_DTYPE)  # True = key right of query
         for name, dt in prog.dtypes.items():
             if name not in ("Q", "K", "V", "dO", "causal_mask"):
                 mem.empty(name, (n, n) if prog.shapes[name] == "nn" else (n, d), dt)
-        ctx = _StepContext(mem, n, d, br, bc, 1.0 / math.sqrt(d), problem.dropout_p,
+        ctx = _StepContext(mem, n, d, br, bc, softmax_scale(d), problem.dropout_p,
                            keep[h] if keep is not None else None)
         with np.errstate(all="ignore"), single_blas_thread():  # fp16 overflow to ±inf is part of the lesson
             for op in prog.forward:
@@ -124,8 +124,8 @@ class _StepContext:
 
     def __init__(self, mem: Memory, n: int, d: int, br: int, bc: int, scale: float, dropout_p: float, keep):
         self.mem, self.n, self.d, self.scale, self.p, self.keep = mem, n, d, scale, dropout_p, keep
-        self.rows = [(i, slice(i * br, min((i + 1) * br, n))) for i in range(-(-n // br))]
-        self.cols = [(j, slice(j * bc, min((j + 1) * bc, n))) for j in range(-(-n // bc))]
+        self.rows = [(i, slice(i * br, min((i + 1) * br, n))) for i in range(n_blocks(n, br))]
+        self.cols = [(j, slice(j * bc, min((j + 1) * bc, n))) for j in range(n_blocks(n, bc))]
 
     def run(self, op: Op) -> None:
         getattr(self, "_" + op.kind)(op)
