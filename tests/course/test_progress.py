@@ -27,7 +27,7 @@ def test_a_pass_is_recorded_and_shown(data_dir):
     table = exercises.progress()
     row = next(r for r in table.rows if r[0] == "00")
     assert "✔ 00.1" in row and "· 00.2" in row and row[-1] == "1/2"
-    assert len(table.rows) == 14 and "1 of" in table.caption
+    assert len(table.rows) >= 14 and "1 of" in table.caption
     assert not [p for p in os.listdir(data_dir) if p.startswith(".progress-")]   # no temporary file left
 
 

@@ -152,7 +152,8 @@ def sdpa_speed(inner, n: int | None = None, d: int | None = None, batch: int | N
     per available backend (FlashAttention-2, cuDNN, memory-efficient), each named.
 
     Returns {"learner_ms", "flashsim_ms", "sdpa_ms", "sdpa_backend", "sdpa_backends_ms", "slowdown_vs_sdpa",
-    "tflops", "size", "device"}; "sdpa_ms" is the fastest backend's. Raises FlashsimError without a GPU.
+    "tflops", "size", "device"}; "sdpa_ms" is the fastest backend's; inner None (no passing kernel yet): learner_ms
+    is None and the slowdown is the course kernel's. Raises FlashsimError without a GPU.
     """
     import torch
     import torch.nn.functional as F
@@ -164,8 +165,8 @@ def sdpa_speed(inner, n: int | None = None, d: int | None = None, batch: int | N
     n0, d0, b0, h0 = CH12_SPEED_SIZES
     n, d, batch, heads = n or n0, d or d0, batch or b0, heads or h0
     q, k, v = _inputs(batch, heads, n, d, dtype, "cuda", seed=12)
-    learner_ms = bench(lambda: run_learner_kernel(inner, q, k, v, causal))
     flashsim_ms = bench(lambda: flash_forward(q, k, v, causal=causal))
+    learner_ms = bench(lambda: run_learner_kernel(inner, q, k, v, causal)) if inner is not None else None
     backends = {}
     for name, be in (("FlashAttention-2 (SDPBackend.FLASH_ATTENTION)", SDPBackend.FLASH_ATTENTION),
                      ("cuDNN (SDPBackend.CUDNN_ATTENTION)", getattr(SDPBackend, "CUDNN_ATTENTION", None)),
@@ -181,9 +182,10 @@ def sdpa_speed(inner, n: int | None = None, d: int | None = None, batch: int | N
     sdpa_ms = backends[best]
     flops = 4 * batch * heads * n * n * d * (0.5 if causal else 1.0)
     return {"learner_ms": learner_ms, "flashsim_ms": flashsim_ms, "sdpa_ms": sdpa_ms, "sdpa_backend": best,
-            "sdpa_backends_ms": backends, "slowdown_vs_sdpa": learner_ms / sdpa_ms,
+            "sdpa_backends_ms": backends,
+            "slowdown_vs_sdpa": (learner_ms if learner_ms is not None else flashsim_ms) / sdpa_ms,
             "tflops": {k_: flops / (ms * 1e-3) / 1e12 for k_, ms in
-                       (("learner", learner_ms), ("flashsim", flashsim_ms), ("sdpa", sdpa_ms))},
+                       (("learner", learner_ms), ("flashsim", flashsim_ms), ("sdpa", sdpa_ms)) if ms is not None},
             "size": {"n": n, "d": d, "batch": batch, "heads": heads, "causal": causal, "dtype": dtype},
             "device": torch.cuda.get_device_name(0)}
 
@@ -386,10 +388,11 @@ def learner_kernel_comparison(inner, *, n: int | None = None, d: int | None = No
                               quiet: bool = False):
     """"On the real GPU" for the learner's kernel (chapter 12): measured vs simulated IO as a real_gpu.Comparison.
 
-    Interpreter: bytes counted by :func:`flashsim.measure.count_io`. GPU: the kernel is timed (do_bench median),
+    inner None: the course's own :func:`flashsim.kernels.flash_forward` (what the chapter runs until the learner's
+    kernel passes), and the notice says so. Interpreter: bytes counted by :func:`flashsim.measure.count_io`. GPU: the kernel is timed (do_bench median),
     and the bytes it must move are the simulator's; the DRAM row is the L2 model's prediction.
     """
-    from flashsim.kernels import default_blocks   # needs triton
+    from flashsim.kernels import default_blocks, flash_forward   # needs triton
     interp = runtime.interpreting()
     n = int(n or (128 if interp else pick(small=128, full=4096)))  # the interpreter is slow at GPU sizes
     d = int(d or pick(small=32, full=64))
@@ -399,21 +402,27 @@ def learner_kernel_comparison(inner, *, n: int | None = None, d: int | None = No
     q, k, v = _inputs(1, 1, n, d, dtype, "cpu" if interp else "cuda", seed=7)
     sim = kernel_io("flash_fwd", n, d, bm, bn, causal=causal, dtype=dtype)
     cfg = {"n": n, "d": d, "block_m": bm, "block_n": bn, "causal": causal, "dtype": dtype}
+    if inner is None:    # the learner's kernel has not passed yet: say that the course's kernel ran
+        who, name = "The course's own flash_forward ran (your kernel has not passed the checker yet)", "course flash kernel"
+        run = lambda: flash_forward(q, k, v, causal=causal, block_m=bm, block_n=bn)  # noqa: E731
+    else:
+        who, name = "Your kernel ran", "learner flash kernel"
+        run = lambda: run_learner_kernel(inner, q, k, v, causal, bm, bn)  # noqa: E731
     if interp:
-        counted = count_io(run_learner_kernel, inner, q, k, v, causal, bm, bn)
-        result = Comparison("learner flash kernel", cfg, "interpreter", counted.load_bytes, counted.store_bytes,
+        counted = count_io(run)
+        result = Comparison(name, cfg, "interpreter", counted.load_bytes, counted.store_bytes,
                             sim.load_bytes, sim.store_bytes,
-                            notice="No CUDA GPU here: the kernel ran in the Triton interpreter at a small size, "
-                                   "and its loads and stores were counted byte by byte.",
+                            notice=f"{who}, in the Triton interpreter (no CUDA GPU here) at a small size, and its "
+                                   "loads and stores were counted byte by byte.",
                             raw={"measured": counted.per_tensor(), "simulated": sim.per_tensor()})
     else:
-        ms = bench(lambda: run_learner_kernel(inner, q, k, v, causal, bm, bn))
+        ms = bench(run)
         dram = kernel_dram("flash_fwd", n, d, bm, bn, causal=causal, dtype=dtype)["total"]
-        result = Comparison("learner flash kernel", cfg, "timing", None, None, sim.load_bytes, sim.store_bytes,
+        result = Comparison(name, cfg, "timing", None, None, sim.load_bytes, sim.store_bytes,
                             simulated_dram_bytes=int(dram.dram_bytes), time_s=ms * 1e-3,
-                            notice=f"GPU: the kernel took {ms:.3f} ms (do_bench median); check_flash_kernel "
-                                   "measures its bytes with Nsight Compute, so here the simulator's bytes and the "
-                                   "L2 model's DRAM bytes stand alone.",
+                            notice=f"{who} on the GPU: {ms:.3f} ms (do_bench median); check_flash_kernel measures "
+                                   "bytes with Nsight Compute, so here the simulator's bytes and the L2 model's DRAM "
+                                   "bytes stand alone.",
                             raw={"simulated": sim.per_tensor(), "time_ms": ms})
     if not quiet:
         print(result.notice)
