@@ -42,6 +42,7 @@ class MatrixBytesPlot(LivePlot):
         ax.set_title("One head's attention matrix S = QKᵀ grows as N²", fontsize=10)
         self._legend = ax.legend(fontsize=8, loc="lower right")
         ax.grid(True, which="major", alpha=0.3)
+        self.animate(self._point, self._legend)
 
     @staticmethod
     def _label(n, nbytes):

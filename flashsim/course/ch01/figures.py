@@ -48,6 +48,7 @@ class RooflinePlot(LivePlot):
                 self._vline = ax.axvline(intensity, color="k", ls=":", lw=1)
                 (self._marker,) = ax.plot([intensity], [min(peak, intensity * bw)], "D", color="k", ms=6)
                 self._peak_bw = (peak, bw)
+                self.animate(self._vline, self._marker)
         ax.set_xlabel("arithmetic intensity I (FLOP per HBM byte)")
         ax.set_ylabel(f"attainable FLOP/s ({dtype} matmul)")
         ax.set_title("The roofline: memory-bound left of the ridge, compute-bound right of it", fontsize=10)

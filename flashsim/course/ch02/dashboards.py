@@ -35,6 +35,11 @@ class EventStepper(Dashboard):
         self.n, self.d, self.block = n, d, block
         self.events = [e for e in events if e.kind in ("load", "compute", "store")]
         self.n_steps = len(self.events)
+        totals: dict = {}
+        for e in self.events:
+            if e.kind in ("load", "store"):
+                totals[(e.kind, e.tensor)] = totals.get((e.kind, e.tensor), 0) + e.nbytes
+        self.bytes_max = max(totals.values(), default=0)    # the largest bar at the end of the run
         self.step = 0
         self.state: dict = {}
         self.update(step=0)
@@ -63,7 +68,7 @@ class EventStepper(Dashboard):
         self.state = {"event": ev, "step": self.step, "n_steps": self.n_steps, "n": self.n, "d": self.d,
                       "block": self.block, "read_by_tensor": reads, "write_by_tensor": writes, "written": written,
                       "read": read, "phase": self.phase(ev), "sram_in_use_bytes": ev.sram_in_use_bytes,
-                      "tensors": self.tensors, "square": self.square}
+                      "tensors": self.tensors, "square": self.square, "bytes_max": self.bytes_max}
         return self.state
 
     def readout(self) -> str:

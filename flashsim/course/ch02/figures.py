@@ -58,14 +58,16 @@ class TileStepPlot(LivePlot):
             im = ax.imshow(_tile_grid(state, name, t, square), cmap=cmap, vmin=0, vmax=5, aspect="equal",
                            extent=(0, width, n, 0), interpolation="nearest")
             self._grids[name] = (im, square)
+            self.animate(im)
             ax.set_xticks([])
             ax.set_yticks([(i + 0.5) * b for i in range(t)], [str(i) for i in range(t)])
             ax.tick_params(labelsize=6, length=0)
             ax.set_title(f"{name} ({'N×N' if square else 'N×d'})", fontsize=9)
+            # the tile borders go over the (animated) grid, so they are animated too
             for x in (np.arange(0, width + 1, b) if square else (0, width)):
-                ax.axvline(x, color="w", lw=1)
+                self.animate(ax.axvline(x, color="w", lw=1))
             for y in np.arange(0, n + 1, b):
-                ax.axhline(y, color="w", lw=1)
+                self.animate(ax.axhline(y, color="w", lw=1))
         ax = self._bars_ax = fig.add_subplot(gs[1, :])
         xs = np.arange(len(tensors))
         self._names = list(tensors)
@@ -76,6 +78,9 @@ class TileStepPlot(LivePlot):
         # outside the axes, to the right: the bars grow under where a legend inside would sit
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
         self._title = ax.set_title("", fontsize=9)
+        # the whole run's largest count: the axis does not rescale while the stepper plays
+        ax.set_ylim(0, max(state.get("bytes_max", 0), 1) * 1.08)
+        self.animate(*self._read, *self._write, self._title)
         self._show(state)
 
     def _show(self, state) -> None:
@@ -87,7 +92,8 @@ class TileStepPlot(LivePlot):
             rect.set_height(v)
         for rect, v in zip(self._write, w):
             rect.set_height(v)
-        self._bars_ax.set_ylim(0, max(r + w + [1]) * 1.08)
+        if max(r + w + [0]) > state.get("bytes_max", 0):
+            self._bars_ax.set_ylim(0, max(r + w) * 1.08)
         ev = state["event"]
         phase = f"{state['phase']} — " if state.get("phase") else ""
         self._title.set_text(f"step {state['step'] + 1}/{state['n_steps']}: {phase}{ev.kind} {ev.tensor}"
@@ -131,6 +137,7 @@ class TrafficVsNPlot(LivePlot):
         self._title = ax.set_title("", fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=8)
+        self.animate(*self._lines.values(), self._n2, self._n1, self._mark, self._title)
         self._show(ns, sweep, mark_n, title)
 
     def _show(self, ns, sweep, mark_n, title):
@@ -176,6 +183,7 @@ class EagerOpsPlot(LivePlot):
         ax.set_ylabel("MiB per head")
         self._title = ax.set_title("", fontsize=9)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        self.animate(*self._reads, *self._writes, *self._totals, self._title)
         self._show(rows, title)
 
     def _show(self, rows, title):

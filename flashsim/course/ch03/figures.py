@@ -43,6 +43,8 @@ class TilingPlot(LivePlot):
         self._title = ax.set_title("", fontsize=9)
         ax.grid(True, alpha=0.3)
         self._legend = ax.legend(fontsize=7)
+        self.animate(*self._tiles, self._sram, self._sram_text, self._verdict, self._line, self._fit, self._nofit,
+                     self._cur, self._legend, self._title)
         self._show(tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title)
 
     def _show(self, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title):
@@ -58,7 +60,9 @@ class TilingPlot(LivePlot):
         self._sram_text.set_y(sram_bytes / 1024)
         self._sram_text.set_text(f"SRAM {sram_bytes / 1024:.0f} KiB")
         self._sram_text.set_color(color)
-        self._left.set_ylim(0, max(bottom, sram_bytes / 1024) * 1.15)
+        # the top in steps of powers of two: most moves of the SRAM slider keep the axis (and can be blitted)
+        top = max(bottom, sram_bytes / 1024)
+        self._left.set_ylim(0, 2 ** np.ceil(np.log2(top)) * 1.15 if top > 0 else 1.0)
         self._verdict.set_text("does NOT fit" if over else "fits")
         self._verdict.set_color(_RED if over else _OK)
         brs = np.asarray(block_rs, dtype=np.float64)

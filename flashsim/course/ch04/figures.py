@@ -42,6 +42,11 @@ class OnlineSoftmaxPlot(LivePlot):
         ax2.set_xlabel("blocks read")
         ax2.set_ylabel("l = Σ e^(x − m)")
         self._legend2 = ax2.legend(fontsize=7)
+        lo, hi = state.get("l_range", (None, None))
+        if lo is not None:      # the whole row's range of l: the axis does not rescale while the stepper plays
+            pad = 0.12 * (hi - lo) if hi > lo else 0.1 * max(abs(hi), 1.0)
+            ax2.set_ylim(lo - pad, hi + pad)
+        self.animate(*self._bars, self._m, self._legend, self._title, self._l, self._legend2)
         self._show(state)
 
     def _show(self, state):
@@ -61,10 +66,13 @@ class OnlineSoftmaxPlot(LivePlot):
         self._legend2.get_texts()[0].set_text("running l" + ("" if state["rescale"] else " (no rescale: bug)"))
         for note in self._notes:
             note.remove()
+            self.animated.remove(note)
         self._notes = [self._ax2.annotate(f"{l:.3f}", (k, l), textcoords="offset points", xytext=(4, 4), fontsize=8)
                        for k, l in zip(ks, ls)]
-        self._ax2.relim()
-        self._ax2.autoscale_view(scalex=False)
+        self.animate(*self._notes)
+        if "l_range" not in state:
+            self._ax2.relim()
+            self._ax2.autoscale_view(scalex=False)
 
     def refresh(self, state) -> bool:
         old = self.args["state"]
@@ -101,6 +109,7 @@ class OverflowPlot(LivePlot):
             self._points = (ax.plot([], [], "o", color="#1f77b4", ms=5)[0],
                             ax.plot([], [], "x", color="#d62728", ms=9, label="e^x = inf (overflow)")[0],
                             ax.plot([], [], "o", color="#2ca02c", ms=5, label="e^(x − max x) ≤ 1")[0])
+            self.animate(*self._points)
             self._show(row, dtype)
         ax.set_xlabel("x (score)")
         ax.set_ylabel("value")

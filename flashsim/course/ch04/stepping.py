@@ -32,4 +32,5 @@ def online_softmax_state(scores, block: int, step: int, rescale: bool = True, st
     return {"scores": list(scores), "block": block, "step": step, "n_blocks": len(steps),
             "m": cur.m, "l": cur.l, "block_m": cur.block_m, "block_l": cur.block_l, "prev_m": prev_m,
             "prev_l": prev_l, "rescale_factor": factor, "rescale": rescale, "exact_m": exact.m,
-            "exact_l": exact.l, "history": [(s.m, s.l) for s in steps[: step + 1]]}
+            "exact_l": exact.l, "history": [(s.m, s.l) for s in steps[: step + 1]],
+            "l_range": (min([s.l for s in steps] + [exact.l]), max([s.l for s in steps] + [exact.l]))}

@@ -67,6 +67,7 @@ class FlashStepper(Dashboard):
         moved = {ev.tensor for ev in self.events if ev.kind in ("load", "store")}
         self.tensors = [t for t in ("Q", "K", "V", "O", "m", "l", "L", "dO", "D", "dQ", "dK", "dV") if t in moved]
         self._snapshots = self._replay()
+        self._rows_lim = self._row_ranges()
         self.step = 0
         self.update(step=0)
 
@@ -133,6 +134,17 @@ class FlashStepper(Dashboard):
                           "current": cur})
         return snaps
 
+    def _row_ranges(self) -> dict:
+        """{row label: (low, high)} over the whole run, so that the per-row plots keep their axes while stepping."""
+        def span(arrays):
+            vals = np.concatenate([a[np.isfinite(a)] for a in arrays] + [np.zeros(1)])
+            return float(min(0.0, vals.min())), float(max(0.0, vals.max()))
+        snaps = self._snapshots
+        return {"running max m": span([s["m"] for s in snaps]), "running sum l": span([s["l"] for s in snaps]),
+                "O[r, 0] so far": span([s["o"] for s in snaps]),
+                **{f"{t} writes per row": span([s["writes"][t] for s in snaps if t in s["writes"]])
+                   for t in ("O", "dQ")}}
+
     def _rows_of(self, tensor: str, tile) -> slice | None:
         if not tile or tensor not in self.ROW_TENSORS + self.COL_TENSORS:
             return None
@@ -180,7 +192,7 @@ class FlashStepper(Dashboard):
                                        f"{' — ' + ev.note if ev.note else ''}")
         return {"step": step, "event": ev, "blocks": blocks, "in_sram": in_sram, "current": current, "rows": rows,
                 "title": title, "caption": caption, "m": snap["m"], "l": snap["l"], "o": snap["o"], "read": snap["read"],
-                "written": snap["written"], "writes": snap["writes"]}
+                "written": snap["written"], "writes": snap["writes"], "rows_lim": self._rows_lim}
 
     def apply(self, step: int | None = None) -> dict:
         """Move to event `step` (clamped to the log); returns the new state."""

@@ -43,19 +43,22 @@ class TileStatePlot(LivePlot):
         ax = fig.add_subplot(gs[0])
         tensors = list(state["blocks"])
         width = max(state["blocks"].values())
-        self._tiles = {}
+        self._tiles, labels = {}, []
         for y, name in enumerate(tensors):
             nb = state["blocks"][name]
             for b in range(nb):
                 rect = _rect((b * width / nb, -y - 0.4), width / nb, 0.8, _IN_HBM, "white")
                 ax.add_patch(rect)
                 self._tiles[(name, b)] = rect
-                ax.text((b + 0.5) * width / nb, -y, f"{name}{b}", ha="center", va="center", fontsize=7)
+                labels.append(ax.text((b + 0.5) * width / nb, -y, f"{name}{b}", ha="center", va="center",
+                                      fontsize=7))
         ax.set_xlim(0, width)
         ax.set_ylim(-len(tensors) + 0.4, 0.6)
         ax.set_yticks([-y for y in range(len(tensors))], tensors)
         ax.set_xticks([])
         self._title = ax.set_title("", fontsize=10)
+        # the tile labels sit on the (animated) tiles, so they are animated too, after them
+        self.animate(*self._tiles.values(), *labels, self._title)
         self._bars, self._empty = {}, {}
         first = None
         for k, (label, values) in enumerate(rows.items()):
@@ -67,9 +70,15 @@ class TileStatePlot(LivePlot):
             a.tick_params(labelsize=7)
             self._empty[label] = a.text(0.5, 0.5, "not computed yet", transform=a.transAxes, ha="center",
                                         va="center", fontsize=8)
+            lo, hi = state.get("rows_lim", {}).get(label, (None, None))
+            if lo is not None:    # the whole run's range: the axis does not rescale while the stepper plays
+                pad = 0.05 * (hi - lo) if hi > lo else 1.0
+                a.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
+            self.animate(*self._bars[label][1], self._empty[label])
         if first is not None:
             fig.axes[-1].set_xlabel("row of Q (query index)")
-        self._caption = fig.text(0.01, 0.005, "", fontsize=8, va="bottom")
+        # an axes' text in figure coordinates: animated figure-level artists would be left out of saved figures
+        self._caption = self.animate(ax.text(0.01, 0.005, "", fontsize=8, va="bottom", transform=fig.transFigure))
         self._show(state)
 
     def _layout(self):
@@ -92,9 +101,10 @@ class TileStatePlot(LivePlot):
                 rect.set_height(v if ok else 0.0)
                 rect.set_facecolor(_ROW if ok else _UNKNOWN)
             self._empty[label].set_visible(not known.any())
-            lo, hi = min(0.0, np.min(values[known], initial=0.0)), max(0.0, np.max(values[known], initial=0.0))
-            pad = 0.05 * (hi - lo) if hi > lo else 1.0
-            a.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
+            if label not in state.get("rows_lim", {}):
+                lo, hi = min(0.0, np.min(values[known], initial=0.0)), max(0.0, np.max(values[known], initial=0.0))
+                pad = 0.05 * (hi - lo) if hi > lo else 1.0
+                a.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
 
     def refresh(self, state) -> bool:
         old = self.args["state"]
@@ -146,6 +156,7 @@ class TrafficVsBlockPlot(LivePlot):
         ax.set_ylabel(ylabel)
         self._title = ax.set_title("", fontsize=9)
         ax.legend(fontsize=8)
+        self.animate(*self._bars, *self._labels, self._title)
         self._show(block_cs, simulated_gb, current, title)
 
     def _show(self, block_cs, simulated_gb, current, title):

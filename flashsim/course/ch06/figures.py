@@ -68,6 +68,8 @@ class ContextMemoryPlot(LivePlot):
         ax.set_ylabel("memory of one attention layer (GB)")
         self._title = ax.set_title("", fontsize=9)
         ax.legend(fontsize=8, loc="lower right")
+        self.animate(*self._curves.values(), *(a for pair in self._limits.values() for a in pair), self._cap,
+                     self._cap_text, self._title)
         self._show(ns, curves, capacity_bytes, max_n, title)
 
     def _show(self, ns, curves, capacity_bytes, max_n, title):
@@ -83,8 +85,9 @@ class ContextMemoryPlot(LivePlot):
         self._cap_text.set_text(f" device memory {cap:.0f} GB")
         self._title.set_text(title)
         self._ax.relim()
-        self._ax.autoscale_view()
-        self._ax.set_ylim(top=cap * 1e3)
+        self._ax.autoscale_view(scaley=False)
+        # fixed bottom, top set by the device: moving heads × batch or d keeps the axes (and can be blitted)
+        self._ax.set_ylim(1e-4, cap * 1e3)
 
     def refresh(self, ns, curves, capacity_bytes, max_n, title=""):
         if list(ns) != list(self.args["ns"]) or list(curves) != list(self.args["curves"]) or (

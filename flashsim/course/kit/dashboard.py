@@ -194,7 +194,7 @@ class _View:
             self.readout.add_class(dash.readout_class)
         self.plot = dash.plot(**dash.plot_args())
         self.plot.set_dpi(LIVE_DPI)
-        self.figure = FigureView(self.plot.fig, dash.figure_class)
+        self.figure = FigureView(self.plot, dash.figure_class)
         rows = [tuple(r) for r in (dash.layout or (tuple(specs),))]
         placed = {n for r in rows for n in r}
         rows += [(n,) for n in specs if n not in placed]
@@ -299,8 +299,7 @@ class Dashboard:
                 v.sync(self)
             if error is None:
                 v.readout.value = self.readout()
-                v.plot.set(**self.plot_args())
-                v.figure.refresh()
+                v.figure.refresh(v.plot.set(**self.plot_args()))
             else:
                 v.readout.value = f"<b>{type(error).__name__}</b>: {error}"
         if error is not None and raise_errors:

@@ -34,15 +34,19 @@ class LivePlot:
     A subclass sets ``figsize`` and implements:
 
     - ``draw(fig, **args)``: build the axes and artists for ``args`` (the keyword arguments of the chapter's
-      ``plot_*`` function) and keep handles on the ones a control changes;
+      ``plot_*`` function), keep handles on the ones a control changes, and pass those to :meth:`animate`;
     - ``refresh(**args) -> bool`` (optional): change those artists for new ``args`` (``set_data``, ``set_height``,
       ``set_text``, colours, limits) and return True; return False when the change alters the figure's structure
       (another number of bars, other axes): :meth:`set` then clears the figure and draws it again.
 
-    Why in place: re-building a figure and rendering it to PNG took 0.3–0.8 s per slider move (issue 12); changing
-    a few artists and re-rendering the existing canvas takes a fraction of that (numbers in
-    ``benchmarks/results/dashboard_latency_*``). The layout (``tight_layout``) is computed when the figure is first
-    drawn and after a structural redraw, not on every refresh, so the axes do not jump while a slider moves.
+    Why in place: re-building a figure and rendering it to PNG took 0.3–0.8 s per slider move (issue 12), and
+    most of a full render is spent on the axes (ticks, tick labels), not on the data. So a refresh that leaves
+    every axis' limits alone is drawn by *blitting*: the page's figure keeps the picture of everything that is not
+    animated (the background) and only the animated artists are drawn again on top of it
+    (:class:`flashsim.course.kit.render.FigureView`). A refresh that moves a limit, and a redraw, render the whole
+    figure. The layout (``tight_layout``) is computed when the figure is first drawn and after a redraw, not on
+    every refresh, so the axes do not jump while a slider moves. Animated artists are drawn in saved figures too
+    (matplotlib draws them when saving), so the static figure is unchanged.
     """
 
     figsize: tuple = (6.4, 3.6)
@@ -51,6 +55,7 @@ class LivePlot:
     def __init__(self, **args):
         self.fig = new_figure(self.figsize)
         self.args = args
+        self.animated: list = []
         self.draw(self.fig, **args)
         self._layout()
 
@@ -61,15 +66,29 @@ class LivePlot:
         """Change the existing artists for `args`; False (the default) asks for a full redraw."""
         return False
 
+    def animate(self, *artists):
+        """Mark artists that :meth:`refresh` changes: they are drawn over the cached background, in this order
+        (an artist that must sit on top of another animated one comes after it). Returns the first one."""
+        for a in artists:
+            a.set_animated(True)
+            self.animated.append(a)
+        return artists[0] if artists else None
+
+    def limits(self) -> tuple:
+        """The view limits of every axes: a refresh that keeps them can be blitted."""
+        return tuple((tuple(ax.get_xlim()), tuple(ax.get_ylim())) for ax in self.fig.axes)
+
     def set(self, **args) -> str:
         """Show `args`: in place when :meth:`refresh` can, else by clearing and redrawing the figure.
-        Returns "refresh" or "redraw" (what happened)."""
+        Returns "blit" (only animated artists changed), "refresh" (in place, but a limit moved) or "redraw"."""
+        before = self.limits()
         if self.refresh(**args):
             self.args = args
-            return "refresh"
+            return "blit" if self.animated and self.limits() == before else "refresh"
         self.fig.clear()
         self.fig.subplots_adjust(**_DEFAULT_SUBPLOT_PARAMS())   # lay out from where a fresh figure starts
         self.args = args
+        self.animated = []
         self.draw(self.fig, **args)
         self._layout()
         return "redraw"

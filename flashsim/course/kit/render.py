@@ -24,6 +24,8 @@ __all__ = ["FigureView", "has_ipywidgets", "has_ipympl", "static_view", "widget_
 
 #: dots per inch of a live figure on the page (the PNGs the course showed before were 80 dpi)
 LIVE_DPI = 80
+#: "ipympl" or "image" to force how figures are shown (None: ipympl where it is installed; tests set "image")
+DEFAULT_MODE: str | None = None
 
 
 def has_ipywidgets() -> bool:
@@ -56,18 +58,24 @@ def static_view(readout: str | None, figure):
 
 
 class FigureView:
-    """A Figure on the page that redraws in place: ``refresh()`` after its artists changed.
+    """A LivePlot's figure on the page: ``refresh(how)`` after :meth:`LivePlot.set` said how it changed.
 
-    ``mode`` is "ipympl" (an ipympl Canvas widget, ``draw_idle``) or "image" (an ipywidgets.Image, PNG re-encoded
-    from the figure's Agg canvas with fast compression). ``widget`` is what goes into the dashboard's box;
-    ``frames`` counts refreshes (tests read it); ``png()`` renders the current pixels (tests compare them).
+    ``mode`` is "ipympl" (an ipympl Canvas widget) or "image" (an ipywidgets.Image, PNG encoded from the figure's
+    Agg buffer with fast compression). A "blit" restores the background saved at the last full render and draws
+    the plot's animated artists over it (a few ms: no axes, no ticks); anything else renders the whole figure
+    (ipympl: ``draw_idle``, drawn when the browser asks, so quick moves coalesce). After every full render the
+    background is saved again and the animated artists drawn on top (matplotlib's ``draw_event``).
+    ``widget`` goes into the dashboard's box; ``frames`` counts refreshes and ``blits`` the blitted ones (tests
+    read them); ``png()`` renders the current state afresh.
     """
 
-    def __init__(self, fig, css_class: str | None = None, mode: str | None = None):
+    def __init__(self, plot, css_class: str | None = None, mode: str | None = None):
         import ipywidgets as W
-        self.fig = fig
-        self.mode = mode or ("ipympl" if has_ipympl() else "image")
-        self.frames = 0
+        self.plot = plot
+        self.fig = fig = plot.fig
+        self.mode = mode or DEFAULT_MODE or ("ipympl" if has_ipympl() else "image")
+        self.frames = self.blits = 0
+        self._background = None
         if fig.dpi != LIVE_DPI:
             fig.set_dpi(LIVE_DPI)
         if self.mode == "ipympl":
@@ -83,31 +91,60 @@ class FigureView:
         else:
             from matplotlib.backends.backend_agg import FigureCanvasAgg
             FigureCanvasAgg(fig)
-            self.widget = W.Image(value=self._encode(), format="png", layout=W.Layout(max_width="100%"))
+        fig.canvas.mpl_connect("draw_event", self._on_draw)
+        if self.mode == "image":
+            self.widget = W.Image(value=self._encode(full=True), format="png", layout=W.Layout(max_width="100%"))
         if css_class:
             self.widget.add_class(css_class)
 
-    def _encode(self) -> bytes:
-        """PNG of the figure as it is now: one Agg draw and a fast PNG encoding (no second draw at another dpi)."""
+    def _on_draw(self, event) -> None:
+        """After a full render (animated artists left out): save the background, then draw them on top."""
+        canvas = self.fig.canvas
+        self._background = canvas.copy_from_bbox(self.fig.bbox)
+        self._draw_animated()
+
+    def _draw_animated(self) -> None:
+        for artist in self.plot.animated:
+            self.fig.draw_artist(artist)
+
+    def _encode(self, full: bool) -> bytes:
+        """PNG of the Agg buffer, after a full render (`full`) or as blitted (fast compression, no second draw)."""
         import io
 
         import numpy as np
         from PIL import Image
-        self.fig.canvas.draw()
+        if full:
+            self.fig.canvas.draw()
         buf = io.BytesIO()
         Image.fromarray(np.asarray(self.fig.canvas.buffer_rgba())).save(buf, format="png", compress_level=1)
         return buf.getvalue()
 
-    def refresh(self) -> None:
+    def refresh(self, how: str = "redraw") -> None:
+        """Show the plot's new state: "blit" when only animated artists changed, else a full render."""
         self.frames += 1
+        canvas = self.fig.canvas
+        if how == "blit" and self._background is not None:
+            self.blits += 1
+            canvas.restore_region(self._background)
+            self._draw_animated()
+            if self.mode == "ipympl":
+                canvas.blit(self.fig.bbox)        # ipympl sends the changed pixels
+            else:
+                self.widget.value = self._encode(full=False)
+            return
+        self._background = None                   # stale until the next full render saves it again
         if self.mode == "ipympl":
-            self.fig.canvas.draw_idle()
+            canvas.draw_idle()
         else:
-            self.widget.value = self._encode()
+            self.widget.value = self._encode(full=True)
 
     def png(self) -> bytes:
-        """The figure's current pixels as PNG (either mode)."""
+        """The figure's current state rendered afresh as PNG (either mode)."""
         return figure_to_png(self.fig, dpi=LIVE_DPI)
+
+    def shown_png(self) -> bytes:
+        """The pixels the page shows now (the Agg buffer as last rendered or blitted), as PNG."""
+        return self._encode(full=False)
 
 
 # --- helpers for dashboards not (yet) built on the Dashboard base ---------------------------------------------
