@@ -6,7 +6,8 @@ On the GPU machine (imports only torch, triton, numpy; matplotlib only for --plo
 
 1. Correctness sweep: N in {128, 1000, 4096}, d in {64, 80, 128}, causal or not, fp16 and bf16, forward and
    backward through flashsim.kernels.attention; each error against a float64 reference must be at most 2x the
-   error of torch's scaled_dot_product_attention in the same dtype. Inputs random, outputs poisoned (NaN).
+   error of torch's scaled_dot_product_attention in the same dtype (the float64 reference is the one in
+   flashsim.model.attention.reference, computed on the host). Inputs random, outputs poisoned (NaN).
 2. The Triton interpreter of this machine's triton (3.6 on the lent H200): count_io == kernel_io on small cases.
 3. ncu sweep: one Nsight Compute run over >= 6 configurations per kernel; measured global/L2/DRAM bytes next to
    kernel_io's requested bytes and the L2 model's DRAM bytes (computed in a process pool meanwhile).
@@ -34,7 +35,24 @@ os.environ.setdefault("FLASHSIM_POISON", "1")   # NaN-filled outputs on the GPU 
 from flashsim import kernels as K  # noqa: E402  (cheap: the kernels, torch and triton load on first use)
 from flashsim.measure import bench, ncu_profile_batch  # noqa: E402
 from flashsim.measure.provenance import run_info  # noqa: E402
+from flashsim.model.attention.reference import reference_attention, reference_attention_grads  # noqa: E402
 from flashsim.model.kernel_io import kernel_dram, kernel_io  # noqa: E402
+
+
+def _host64(*xs):
+    return [x.detach().double().cpu().numpy() for x in xs]
+
+
+def reference(q, k, v, causal):
+    """The one float64 reference (flashsim.model.attention.reference, on the host in row chunks), on q's device."""
+    import torch
+    return torch.from_numpy(reference_attention(*_host64(q, k, v), causal=causal)).to(q.device)
+
+
+def reference_grads(q, k, v, do, causal):
+    """(dq, dk, dv) of the one float64 reference, on q's device."""
+    import torch
+    return [torch.from_numpy(g).to(q.device) for g in reference_attention_grads(*_host64(q, k, v, do), causal=causal)]
 
 # --- the ncu sweep: (kernel, batch, heads, n, d, causal, block_m, block_n) ----------------------------------
 # K/V "fit" = all heads' K and V together fit the 60 MB L2; "big" = they don't (per-head K+V > 60 MB for the
@@ -153,15 +171,13 @@ def correctness_sweep(log):
                     qt, kt, vt = (x.clone().requires_grad_() for x in (q, k, v))
                     ot = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
                     ot.backward(do)
-                    qd, kd, vd = (x.double().requires_grad_() for x in (q, k, v))
-                    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
-                        od = F.scaled_dot_product_attention(qd, kd, vd, is_causal=causal)
-                    od.backward(do.double())
+                    od = reference(q, k, v, causal)                # the one float64 reference
+                    gd = reference_grads(q, k, v, do, causal)
                     row = {"n": n, "d": d, "causal": causal, "dtype": str(dt).replace("torch.", "")}
                     ok = True
-                    for name, ours, theirs, ref in (("o", o, ot, od), ("dq", ql.grad, qt.grad, qd.grad),
-                                                    ("dk", kl.grad, kt.grad, kd.grad),
-                                                    ("dv", vl.grad, vt.grad, vd.grad)):
+                    for name, ours, theirs, ref in (("o", o, ot, od), ("dq", ql.grad, qt.grad, gd[0]),
+                                                    ("dk", kl.grad, kt.grad, gd[1]),
+                                                    ("dv", vl.grad, vt.grad, gd[2])):
                         e_ours = ((ours.double() - ref).norm() / ref.norm()).item()
                         e_torch = ((theirs.double() - ref).norm() / ref.norm()).item()
                         finite = bool(torch.isfinite(ours).all())
@@ -172,7 +188,7 @@ def correctness_sweep(log):
                     log(f"correct n={n} d={d} causal={causal} {row['dtype']}: "
                         + " ".join(f"{k}={row[k]['err']:.2e}/{row[k]['torch_err']:.2e}" for k in ("o", "dq", "dk", "dv"))
                         + (" OK" if ok else " FAIL"))
-                    del q, k, v, do, ql, kl, vl, qt, kt, vt, qd, kd, vd, o, ot, od
+                    del q, k, v, do, ql, kl, vl, qt, kt, vt, gd, o, ot, od
     torch.cuda.empty_cache()
     return res
 
@@ -186,7 +202,7 @@ def other_kernels_check(log):
         torch.manual_seed(1)
         q, k, v = (torch.randn(1, 4, 1000, 80, device="cuda").to(dt) for _ in range(3))
         for causal in (False, True):
-            ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+            ref = reference(q, k, v, causal)
             e = lambda x: ((x.double() - ref).norm() / ref.norm()).item()  # noqa: E731
             o = K.naive_attention(q, k, v, causal=causal)
             ot = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
