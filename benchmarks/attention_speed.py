@@ -130,7 +130,10 @@ def check_correct(q, k, v, do, causal, mode, impls) -> dict:
     """Errors vs float64 math SDPA on batch 0, heads 0-1 of the row's inputs; ours must be <= 2x torch's own.
 
     Each implementation runs on the full inputs (the very launch configuration that is timed next, so no extra
-    compile); only its slice of o (and dq, dk, dv) is compared with the float64 reference of that slice.
+    compile); only its slice of o (and dq, dk, dv) is compared with the float64 reference of that slice. That
+    reference is SDPA's math backend in float64 on the device, not the model's host reference
+    (flashsim.model.attention.reference, which the tests and gpu_validate use): at N=16384 the host would spend
+    minutes per backward row of the grid.
     """
     import torch
     need_grad = mode == "bwd"
