@@ -35,6 +35,7 @@ from flashsim.course.ch10.dashboards import CacheBlockDashboard
 from flashsim.course.ch11.dashboards import MismatchExplorer, RescaleDriftDashboard, ShortSequenceDashboard
 from flashsim.course.ch12.dashboards import KernelBlockDashboard
 from flashsim.course.ch13.dashboards import DecodingDashboard, OverlapDashboard, RingStepper
+from flashsim.course.ch14.dashboards import GluonSpeedDashboard
 from flashsim.course.kit import render
 from flashsim.course.kit.dashboard import Dashboard
 from flashsim.errors import FlashsimError
@@ -82,13 +83,13 @@ CASES = [
     DashCase("ch07.BackwardCostDashboard", lambda: BackwardCostDashboard(n=1024), {"n": 2048, "d": 128},
              {"n": 1000}),
     DashCase("ch08.CausalTileAnimator", lambda: CausalTileAnimator(n=32, block_r=8, block_c=8),
-             {"step": 3, "n": 48, "block_r": 16, "block_c": 4}, {"block_r": 5}),
+             {"step": 3, "n": 48, "block_r": 16, "block_c": 4}, {"block_r": 5}, blit=("step",)),
     DashCase("ch09.SpeedupDashboard", lambda: SpeedupDashboard(n=1024),
              {"n": 2048, "d": 128, "sram_kib": 128, "device": "a100"}, {"sram_kib": 100}),
     DashCase("ch10.CacheBlockDashboard", lambda: CacheBlockDashboard(n=128, d=32), {"block_c": 128, "block_r": 32},
-             {"block_c": 100}),
+             {"block_c": 100}, blit=("block_c",)),
     DashCase("ch11.ShortSequenceDashboard", ShortSequenceDashboard, {"n": 1024, "d": 128, "heads": 8, "device": "a100"},
-             {"n": 100}),
+             {"n": 100}, blit=("n",)),
     DashCase("ch11.MismatchExplorer", lambda: MismatchExplorer(n=32, d=16),
              {"flash_dtype": "bf16", "flash_causal": False, "ref_dtype": "fp32", "ref_causal": False,
               "ref_on_rounded_inputs": False}, {"flash_dtype": "fp8"}),
@@ -97,15 +98,18 @@ CASES = [
     DashCase("ch12.KernelBlockDashboard", lambda: KernelBlockDashboard(None, n=32, d=16),
              {"block_m": 16, "block_n": 64, "causal": True}, {"block_m": 48}),
     DashCase("ch13.RingStepper", lambda: RingStepper(world=3, n=96, d=8), {"step": 2, "causal": True},
-             {"causal": "yes"}),
+             {"causal": "yes"}, blit=("step",)),
     DashCase("ch13.OverlapDashboard", OverlapDashboard, {"block": 1024, "link": "pcie5", "device": "a100"},
-             {"block": 1000}),
-    DashCase("ch13.DecodingDashboard", DecodingDashboard, {"splits": 16, "heads": 8}, {"splits": 3}),
+             {"block": 1000}, blit=("block",)),
+    DashCase("ch13.DecodingDashboard", DecodingDashboard, {"splits": 16, "heads": 8}, {"splits": 3},
+             blit=("splits",)),
+    DashCase("ch14.GluonSpeedDashboard", GluonSpeedDashboard, {"dtype": "bf16", "d": 64, "causal": True},
+             {"d": 96}),
 ]
 
 #: chapters whose dashboards must all be in CASES
 CHAPTERS = ("ch00", "ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "ch10", "ch11", "ch12",
-            "ch13")
+            "ch13", "ch14")
 #: Dashboard subclasses that are bases, not dashboards
 ABSTRACT = {"EventStepper"}
 

@@ -194,6 +194,9 @@ COURSE_MAP = [
     ("13", "13_beyond_one_gpu.ipynb", "Beyond one GPU",
      "flash-decoding (split K/V, logsumexp combine), ring attention stepped, the overlap condition, "
      "a real ring with torch.distributed"),
+    ("14", "14_hopper_full_speed.ipynb", "Hopper at full speed",
+     "what the Triton kernel gets on an H200 (tuned blocks, pipelining, TMA, longest first) and what a Gluon kernel "
+     "adds (producer/consumer warps, mbarrier ring, ping-pong, overlap, persistence), measured against cuDNN"),
 ]
 
 
