@@ -41,7 +41,7 @@ from flashsim.model.memory import DEFAULT_HOST_BUDGET_BYTES, Counters, Memory, c
 from flashsim.model.problem import Problem, make_problem
 from flashsim.model.roofline import roofline
 
-__all__ = ["Traffic", "Simulation", "traffic", "simulate", "reference_outputs", "tolerance"]
+__all__ = ["Traffic", "Simulation", "traffic", "simulate", "tolerance"]
 
 #: relative error simulate(..., dtype="fp32") must stay under
 FP32_REL_TOLERANCE = 1e-6
@@ -230,19 +230,6 @@ def tolerance(dtype: str, plain_rel_error: float) -> float:
     In fp16/bf16 it is "at most twice the error of a plain fp16 implementation of the same formula".
     """
     return max(2.0 * plain_rel_error, FP32_REL_TOLERANCE)
-
-
-def reference_outputs(q, k, v, do=None, *, causal=False, keep=None, dropout_p=0.0, dtype=None,
-                      row_chunk: int | None = None):
-    """(o, (dq, dk, dv) or None) for one head (N, d): dtype None gives the float64 reference
-    (:func:`~flashsim.model.attention.reference.reference_forward_backward`), a dtype the plain implementation
-    in it (:func:`~flashsim.model.attention.reference.plain_attention`). Both live in
-    :mod:`flashsim.model.attention.reference`; this is the pair ``simulate`` compares against.
-    """
-    kw = dict(keep=keep, dropout_p=dropout_p, row_chunk=row_chunk)
-    if dtype is None:
-        return reference_forward_backward(q, k, v, do, causal, **kw)
-    return plain_attention(q, k, v, do, causal, dtype=dtype, **kw)
 
 
 def _rel(x: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
