@@ -47,3 +47,11 @@ _settings.register_profile("ci", max_examples=200, derandomize=True, print_blob=
 _settings.register_profile("deep", max_examples=2500, print_blob=True, **_common)
 _settings.load_profile(_os.environ.get("HYPOTHESIS_PROFILE")
                        or ("ci" if _os.environ.get("CI") == "true" or "MAKELEVEL" in _os.environ else "dev"))
+
+
+def pytest_configure(config):
+    """Checker passes are recorded as the learner's progress (flashsim.course.kit.progress): every test run, the
+    notebooks' kernels included (they inherit the environment), records into a temporary directory, never ~."""
+    import os
+    import tempfile
+    os.environ.setdefault("FLASHSIM_DATA_DIR", tempfile.mkdtemp(prefix="flashsim-tests-"))
