@@ -21,6 +21,9 @@ README = (ROOT / "README.md").read_text()
 
 
 def _repo_files():
+    """(name, text) of every file git tracks or would track (untracked, not ignored), text files only."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
     out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                          capture_output=True, check=True).stdout
     for name in sorted(set(out.decode().split("\0")) - {""}):
@@ -33,8 +36,6 @@ def _repo_files():
 
 
 def test_no_file_names_the_invented_repository():
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("not a git checkout")
     hits = [name for name, text in _repo_files() if INVENTED in text]
     assert not hits, f"{INVENTED} (a repository that does not exist) is named in {hits}"
 

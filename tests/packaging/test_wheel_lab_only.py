@@ -24,7 +24,6 @@ KERNEL_NAME = "flashsim-lab-only"
 #: runs, and xfails with its error; once its section asks flashsim.course.kit.optional.missing(...) first (one
 #: line, then the recorded result), it passes: then drop it from here.
 BLOCKED = {
-    "00": "flashsim/course/kit/report.py:120-121: device_report() imports flashsim.kernels and torch unguarded",
     "06": "flashsim/course/ch06/dashboards.py:69: measure_peak_memory() imports torch unguarded",
     "07": "flashsim/course/ch07/dashboards.py: gradient_check() imports torch unguarded",
     "10": "flashsim/cpu/flash.py:14 imports numba; chapter 10's dashboards call it without asking missing('cpu')",
