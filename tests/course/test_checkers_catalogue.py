@@ -89,3 +89,14 @@ def test_final_kernel_graded_on_three_points_on_a_gpu():
     assert v, v.message
     assert v.details["speed"]["sdpa_backend"] and v.details["speed"]["slowdown_vs_sdpa"] < 4.0
     assert v.details["io_exact"] in (True, None)
+
+
+def test_extra_load_verdict_says_which_count_it_is():
+    """On a CPU the interpreter counts the source's extra load; the verdict says so, and that a GPU may merge it."""
+    from flashsim.kernels import runtime
+    if not runtime.interpreting():
+        pytest.skip("the interpreter's count is a CPU path")
+    wrong = _load(HERE / "ch12.py")
+    v = exercises.check_flash_kernel(wrong.inner_loads_k_twice, quiet=True)
+    assert v.diagnosis == "extra_loads" and "interpreter counts every load" in v.message
+    assert "merge a repeated load" in v.message and "✘" in str(v.table)

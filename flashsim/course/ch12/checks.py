@@ -26,6 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
 
 import numpy as np
 
@@ -219,7 +220,7 @@ def ncu_learner_io(inner, n: int, d: int, heads: int, causal: bool, block_m: int
     exe = _find_ncu()
     if exe is None:
         raise FlashsimError("Nsight Compute (ncu) not found on PATH")
-    src, _, _ = _learner_source(inner)
+    src = textwrap.dedent(_learner_source(inner)[0])
     if not src.lstrip().startswith("@"):
         src = "@triton.jit\n" + src
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
