@@ -49,7 +49,7 @@ from flashsim.kernels.runtime import select_backend  # noqa: E402
 from flashsim.measure import bench  # noqa: E402
 from flashsim.measure.provenance import run_info  # noqa: E402
 
-IMPLS = ("ours", "flash", "cudnn", "efficient", "naive")
+IMPLS = ("ours", "ours_triton", "flash", "cudnn", "efficient", "naive")
 #: the issue's targets: (mode, baseline) -> minimum ours/baseline ratio, for rows with N >= TARGET_MIN_N
 TARGETS = {("fwd", "flash"): 1.1, ("fwd", "cudnn"): 0.9, ("bwd", "flash"): 1.1}
 TARGET_MIN_N = 2048
@@ -105,15 +105,19 @@ def _naive(q, k, v, causal):
     return torch.matmul(torch.softmax(s, dim=-1), v)
 
 
-def _ours(q, k, v, causal):
+def _ours(q, k, v, causal, gluon=None):
+    """The fastest course kernel (flash_forward's choice: Gluon on Hopper, Triton elsewhere); gluon=False: the
+    Triton kernel of chapters 05-12. bwd rows time flash_backward alone, the same kernels for both."""
     if q.requires_grad:
         return kernels.attention(q, k, v, causal=causal)
-    return kernels.flash_forward(q, k, v, causal=causal)[0]
+    return kernels.flash_forward(q, k, v, causal=causal, gluon=gluon)[0]
 
 
 def implementation(name):
     if name == "ours":
         return _ours
+    if name == "ours_triton":
+        return lambda q, k, v, causal: _ours(q, k, v, causal, gluon=False)
     if name == "naive":
         return _naive
     if name == "torch":                        # torch's own choice of backend: the error yardstick
@@ -208,7 +212,7 @@ def time_row(row: dict, impls=IMPLS, timer=None, naive_max_n: int = 4096, device
 def add_verdicts(r: dict) -> dict:
     """ours/baseline speed ratios and, where the issue sets one, whether the row meets the target."""
     ms = r.get("ms", {})
-    r["ratio"] = {b: ms[b] / ms["ours"] for b in ("flash", "cudnn", "efficient", "naive")
+    r["ratio"] = {b: ms[b] / ms["ours"] for b in ("ours_triton", "flash", "cudnn", "efficient", "naive")
                   if "ours" in ms and b in ms and ms["ours"] > 0}
     r["targets"] = {}
     if r["n"] >= TARGET_MIN_N:
@@ -273,7 +277,7 @@ def fmt(x, spec=".0f", none="-"):
 
 
 def table(rows: list[dict]) -> str:
-    head = ("mode dtype     d causal     N   B   H |   ours  flash  cudnn   eff  naive | "
+    head = ("mode dtype     d causal     N   B   H |   ours ours_t  flash  cudnn   eff  naive | "
             "ours/fla ours/cud | ok  targets")
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -363,7 +367,7 @@ def plot(result: dict, figure: str) -> None:
     rows = result["rows"]
     panels = [(d, c) for d in (64, 128) for c in (False, True)]
     fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), sharex=True)
-    colors = {"ours": "C3", "flash": "C0", "cudnn": "C2", "efficient": "C1", "naive": "C7"}
+    colors = {"ours": "C3", "ours_triton": "C4", "flash": "C0", "cudnn": "C2", "efficient": "C1", "naive": "C7"}
     for i, mode in enumerate(("fwd", "bwd")):
         for j, (d, causal) in enumerate(panels):
             ax = axes[i, j]
@@ -408,9 +412,9 @@ def markdown(result: dict, json_name: str) -> str:
            + ("" if result.get("complete") else f" (run cut short: {len(result.get('skipped', []))} rows not run)"),
            "", "## Summary", "", "```", summary(result), "```", "",
            "## Table (TFLOP/s; ratios = ours' speed / baseline's speed)", "",
-           "| mode | dtype | d | causal | N | B | H | ours | flash | cuDNN | efficient | naive | ours/flash | "
-           "ours/cuDNN | correct | targets (N >= 2048) |",
-           "|" + "---|" * 16]
+           "| mode | dtype | d | causal | N | B | H | ours | ours_triton | flash | cuDNN | efficient | naive | "
+           "ours/flash | ours/cuDNN | correct | targets (N >= 2048) |",
+           "|" + "---|" * 17]
     for r in result["rows"]:
         t = r.get("tflops", {})
         tg = "; ".join(f"{b} {v['got']:.2f} vs {v['need']}: "

@@ -20,8 +20,11 @@ import torch
 import triton
 import triton.language as tl
 
+from flashsim.errors import FlashsimError
 from flashsim.kernels._common import (check_blocks, check_flag, check_launch, check_qkv, forward_launch_options,
                                       head_block, output_like, scale_of, tensor_desc, tuned_config, use_tma)
+from flashsim.kernels.gluon import forward_path, gluon_forward
+from flashsim.kernels.runtime import interpreting
 
 
 @triton.jit
@@ -134,7 +137,8 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale, DESC_Q, DESC_K, DESC_V, DESC_O,
 
 def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale=None,
                   block_m: int | None = None, block_n: int | None = None, num_warps: int | None = None,
-                  num_stages: int | None = None, tma: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                  num_stages: int | None = None, tma: bool | None = None,
+                  gluon: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """O = softmax(Q Kᵀ · sm_scale) V, FlashAttention-2 style (chapter 05; causal: chapter 08).
 
     q, k, v: (B, H, N, d). Returns (o, lse): o (B, H, N, d) in q's dtype, lse (B, H, N) fp32 natural-log
@@ -145,10 +149,21 @@ def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     of pointers. None (default): on a GPU that supports it, for the head dims validated on an H200 (64, 128), with
     the launch configuration tuned for it when no blocks are given; never by default in the interpreter. The
     bytes moved are the same either way.
+    ``gluon``: None (default): on a Hopper GPU, when no launch parameter is given and the inputs are covered (fp16 or
+    bf16, d in {64, 128}: :func:`flashsim.kernels.gluon.forward_path`), the FA3-style Gluon forward computes (o, lse)
+    in this same convention; False: always this Triton kernel; True: the Gluon kernel, or an error saying why not.
     """
     B, H, N, d = check_qkv(q, k, v)
     causal = check_flag("causal", causal)
     scale = scale_of(sm_scale, d)
+    gluon = None if gluon is None else check_flag("gluon", gluon)
+    if gluon or (gluon is None and not interpreting() and block_m is None and block_n is None
+                 and num_warps is None and num_stages is None and tma is None):
+        path, why = forward_path(q, k, v, causal)
+        if path == "gluon":
+            return gluon_forward(q, k, v, causal=causal, sm_scale=scale)
+        if gluon:
+            raise FlashsimError(f"gluon=True: {why}; or pass gluon=False for the Triton kernel")
     num_warps, num_stages = check_launch(num_warps, num_stages)
     block_d = head_block(d)
     with_tma = use_tma(tma, (q, k, v), d, block_d)

@@ -80,3 +80,21 @@ def test_gluon_forward_without_pingpong_is_the_same_function():
     # the same wgmma and exponentials in another issue order: the same numbers up to fp16 rounding
     torch.testing.assert_close(a, b)
     torch.testing.assert_close(la, lb)
+
+
+def test_flash_forward_takes_the_triton_path_off_hopper_and_gluon_true_says_why():
+    """flash_forward(gluon=None) falls back to the Triton kernel off Hopper; gluon=True names why it cannot run."""
+    import torch
+
+    from flashsim import kernels
+    from flashsim.errors import FlashsimError
+
+    if not kernels.INTERPRETER:
+        pytest.skip("interpreter-only check (a GPU may run the Gluon path)")
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 1, 40, 16, generator=g) for _ in range(3))
+    o, lse = kernels.flash_forward(q, k, v, block_m=16, block_n=16)
+    o2, lse2 = kernels.flash_forward(q, k, v, block_m=16, block_n=16, gluon=False)
+    assert torch.equal(o, o2) and torch.equal(lse, lse2)
+    with pytest.raises(FlashsimError, match="gluon=True"):
+        kernels.flash_forward(q, k, v, gluon=True)
