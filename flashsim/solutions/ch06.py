@@ -1,6 +1,8 @@
 """Chapter 06 solutions (reference answers to :mod:`flashsim.course.ch06.checks`)."""
 from __future__ import annotations
 
+from flashsim.model.attention.memory_model import attention_memory_bytes
+
 __all__ = ["naive_numpy_peak_bytes", "max_context_length"]
 
 #: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
@@ -17,12 +19,10 @@ def naive_numpy_peak_bytes(n, d):
 
 
 def max_context_length(capacity_bytes, d, batch_heads, elem_bytes, algo):
-    """Largest N whose attention memory (chapter 06's model) fits: grow N until it does not fit, then bisect.
-    The model: every head holds Q, K, V, O (4·N·d·b), plus S and P for standard attention (2·N²·b) or the fp32
-    logsumexp for flash (4·N)."""
+    """Largest N whose attention memory (chapter 06's model, flashsim.model.attention.memory_model) fits: grow N
+    until it does not fit, then bisect (the memory grows with N)."""
     def fits(n):
-        extra = 2 * n * n * elem_bytes if algo == "naive" else 4 * n
-        return batch_heads * (4 * n * d * elem_bytes + extra) <= capacity_bytes
+        return attention_memory_bytes(algo, n, d, batch_heads, elem_bytes) <= capacity_bytes
 
     lo, hi = 0, 1
     while fits(hi):          # grow until it does not fit

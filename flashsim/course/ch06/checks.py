@@ -12,6 +12,7 @@ from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, call_le
                                          exercise, verdict)
 from flashsim.cpu import naive_attention_numpy
 from flashsim.measure.peak_memory import peak_memory_cpu
+from flashsim.model.attention.memory_model import max_context_for
 from flashsim.model.hardware import HBM_CAPACITY_BYTES
 from flashsim.model.table import Table
 
@@ -37,21 +38,8 @@ MAX_CONTEXT = exercise(
     "check_max_context_length")
 
 
-def _attention_memory_bytes(algo: str, n: int, d: int, batch_heads: int, elem_bytes: int) -> int:
-    """Chapter 06's memory model (the dashboard's attention_memory_bytes; to be read from the model layer once it
-    holds it): Q, K, V, O per head, plus S and P (naive) or the fp32 logsumexp (flash)."""
-    per_head = 4 * n * d * elem_bytes + (2 * n * n * elem_bytes if algo == "naive" else 4 * n)
-    return batch_heads * per_head
-
-
 def _largest_n(cap, d, bh, b, algo) -> int:
-    lo, hi = 0, 1
-    while _attention_memory_bytes(algo, hi, d, bh, b) <= cap:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if _attention_memory_bytes(algo, mid, d, bh, b) <= cap else (lo, mid)
-    return lo
+    return max_context_for(cap, algo, d, bh, b)
 
 
 def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel_tol: float = 0.03,
