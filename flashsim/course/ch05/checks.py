@@ -9,7 +9,6 @@ from __future__ import annotations
 from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, call_learner, check_cases,
                                          diagnose_attention, error_verdict, exercise, fa2_on_memory, io_differs,
                                          io_rows, random_qkv, verdict)
-from flashsim.model.attention.reference import reference_attention  # noqa: F401  (chapter 10's dashboard reads it)
 from flashsim.model.attention.visibility import n_blocks
 from flashsim.model.memory import Counters, Memory
 from flashsim.model.simulator import traffic
