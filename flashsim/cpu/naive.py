@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from flashsim.cpu.validate import check_qkv
+from flashsim.model.attention.visibility import causal_mask
 
 
 def naive_attention_numpy(q, k, v, causal=False, sm_scale=None, return_lse=False):
@@ -20,7 +21,7 @@ def naive_attention_numpy(q, k, v, causal=False, sm_scale=None, return_lse=False
     s = q @ np.swapaxes(k, -1, -2)
     s *= scale
     if causal:
-        s[..., np.triu(np.ones((n, n), dtype=bool), 1)] = -np.inf
+        s[..., causal_mask(0, n, 0, n, always=True)] = -np.inf  # (N, N) True = key right of the query row
     row_max = s.max(axis=-1, keepdims=True)
     s -= row_max
     np.exp(s, out=s)
