@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
 import os
 import platform
 import shlex
@@ -38,6 +37,7 @@ from flashsim.cpu import (  # noqa: E402
     flash_attention_cpu,
     naive_attention_numpy,
 )
+from flashsim.model.attention.reference import reference_attention  # noqa: E402
 from flashsim.model.hardware import get_device  # noqa: E402
 
 KiB = 1024
@@ -113,13 +113,6 @@ def wait_until_quiet(max_wait_s, threshold_cores=0.3, window_s=2.0):
             return load.cores
 
 
-def reference(q, k, v):
-    q, k, v = (x.astype(np.float64) for x in (q, k, v))
-    s = q @ k.T / math.sqrt(q.shape[-1])
-    p = np.exp(s - s.max(-1, keepdims=True))
-    return (p / p.sum(-1, keepdims=True)) @ v
-
-
 def implementations():
     import torch
 
@@ -147,7 +140,7 @@ def run_speed(ns, d, reps, warmup, rounds, progress, settle_s=0.3):
     for n in ns:
         rng = np.random.default_rng(n)
         q, k, v = (rng.standard_normal((n, d), dtype=np.float32) for _ in range(3))
-        want = reference(q, k, v) if n <= 4096 else None
+        want = reference_attention(q, k, v) if n <= 4096 else None  # the one float64 reference (the model's)
         errors = {}
         for name, fn in impls.items():
             for _ in range(warmup):
