@@ -16,6 +16,8 @@ import numpy as np
 from flashsim.course import pick
 from flashsim.course.ch10.figures import BlockCachePlot
 from flashsim.course.kit.dashboard import Dashboard, slider
+from flashsim import cpu        # cpu.flash_attention_cpu loads its numba kernel on first use (an optional dependency)
+from flashsim.cpu import default_blocks, flash_extra_bytes, naive_attention_numpy, naive_extra_bytes
 from flashsim.errors import FlashsimError
 from flashsim.model.attention.reference import reference_attention
 from flashsim.model.hardware import _read_cache_bytes, get_device
@@ -62,23 +64,22 @@ def cpu_time_memory(ns=(512, 1024, 2048), d: int = 64, repeat: int = 5) -> dict:
     """
     from tqdm.auto import tqdm
 
-    from flashsim.cpu import flash_attention_cpu, flash_extra_bytes, naive_attention_numpy, naive_extra_bytes
-    from flashsim.measure.peak_memory import peak_memory_cpu    # lazy: flashsim.cpu is numba, measure is torch
+    from flashsim.measure.peak_memory import peak_memory_cpu    # lazy: flashsim.measure imports torch
     out = {k: [] for k in ("n", "flash_s", "naive_s", "flash_peak", "naive_peak", "flash_predicted",
                            "naive_predicted", "flash_err", "naive_err")}
     out["d"] = d
     for n in tqdm(ns, desc="flash vs naive on the CPU", leave=False):
         q, k, v = _inputs(n, d)
         out["n"].append(n)
-        out["flash_s"].append(time_call(flash_attention_cpu, q, k, v, repeat=repeat))
+        out["flash_s"].append(time_call(cpu.flash_attention_cpu, q, k, v, repeat=repeat))
         out["naive_s"].append(time_call(naive_attention_numpy, q, k, v, repeat=repeat))
-        out["flash_peak"].append(peak_memory_cpu(flash_attention_cpu, q, k, v, method="tracemalloc"))
+        out["flash_peak"].append(peak_memory_cpu(cpu.flash_attention_cpu, q, k, v, method="tracemalloc"))
         out["naive_peak"].append(peak_memory_cpu(naive_attention_numpy, q, k, v, method="tracemalloc"))
         out["flash_predicted"].append(flash_extra_bytes(n, d) + n * d * 4)
         out["naive_predicted"].append(naive_extra_bytes(n, d) + n * d * 4)
         if n <= 4096:
             ref = reference_attention(q, k, v)
-            out["flash_err"].append(float(np.abs(flash_attention_cpu(q, k, v) - ref).max()))
+            out["flash_err"].append(float(np.abs(cpu.flash_attention_cpu(q, k, v) - ref).max()))
             out["naive_err"].append(float(np.abs(naive_attention_numpy(q, k, v) - ref).max()))
     return out
 
@@ -103,7 +104,6 @@ class CacheBlockDashboard(Dashboard):
     plot = BlockCachePlot
 
     def __init__(self, n: int | None = None, d: int = 64, block_r: int = 64, block_c: int | None = None):
-        from flashsim.cpu import default_blocks                   # lazy: flashsim.cpu imports numba
         self.n = int(n or pick(small=1024, full=4096))
         self.d = d
         self.caches = cpu_hierarchy()
@@ -132,12 +132,10 @@ class CacheBlockDashboard(Dashboard):
         key = (int(block_r), int(block_c))
         if key not in self._times:
             import numba                                           # lazy: numba only where the kernel runs
-
-            from flashsim.cpu import flash_attention_cpu
             threads = numba.get_num_threads()
             numba.set_num_threads(1)
             try:
-                self._times[key] = time_call(flash_attention_cpu, self.q, self.k, self.v, block_r=key[0],
+                self._times[key] = time_call(cpu.flash_attention_cpu, self.q, self.k, self.v, block_r=key[0],
                                              block_c=key[1], repeat=5)
             finally:
                 numba.set_num_threads(threads)

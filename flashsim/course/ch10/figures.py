@@ -83,6 +83,7 @@ class BlockCachePlot(LivePlot):
         ax2.set_yscale("log")
         ax2.set_ylabel("one step's working set (KiB)", color="#ff7f0e")
         self._title = ax.set_title("", fontsize=8)
+        self.animate(self._marker, self._title)
         self._mark(sweep, current, title)
 
     def _mark(self, sweep, current, title) -> None:

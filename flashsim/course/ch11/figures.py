@@ -68,6 +68,7 @@ class SpeedupVsNPlot(LivePlot):
         ax.set_ylim(bottom=0)
         self._title = ax.set_title("", fontsize=8)
         self._legend = ax.legend(fontsize=8)
+        self.animate(self._core, self._layer, self._legend, self._title)
         self._mark(current, title)
 
     def _mark(self, current, title) -> None:

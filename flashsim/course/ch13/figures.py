@@ -122,7 +122,7 @@ class OverlapPlot(LivePlot):
         ax.set_xlabel("block n = rows of Q/K/V per device")
         ax.set_ylabel("seconds per ring step")
         ax.set_title(f"overlap condition: n ≥ b·F/(2·W) (d={d}, {heads} head(s), {dtype})", fontsize=10)
-        ax.legend(fontsize=7.5)
+        ax.legend(fontsize=7.5, loc="upper left")
         ax.grid(True, which="both", alpha=0.25)
 
     def refresh(self, current: int | None = None, **args) -> bool:
