@@ -83,7 +83,10 @@ def _pv_kernel(P, V, O, stride_vb, stride_vh, stride_vn, stride_vd, stride_ob, s
     h = pid_bh % H
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
+    # at most 4 contiguous elements per thread: P (fp32) is loaded 16 bytes per thread, every 32-byte sector by one
+    # instruction (else the compiler gives P the 8 elements V has and splits them in two 16-byte halves, and the
+    # GPU requests each P sector twice)
+    offs_d = tl.max_contiguous(tl.arange(0, BLOCK_D), 4)
     m_valid = offs_m < N
     d_valid = offs_d < D
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
