@@ -7,8 +7,8 @@ On the GPU machine (imports torch, triton, numpy):
 Batch 1, one query row (Nq = 1), N = 65536 keys, d = 128, fp16. For H in {1, 8, 16, 32} heads:
 flashsim.kernels.split_kv.split_kv_attention with num_splits=1 (one program per head streams all 64k keys) and
 with the default split (about two programs per SM), timed with triton.testing.do_bench; the ratio, the error of
-each against an fp32 torch reference, the requested bytes (flashsim.model.multi.closed_forms.split_kv_bytes) and
-the implied bandwidth. Then, at H = 16, a sweep of num_splits.
+each against the float64 reference (flashsim.model.attention.reference, on the host), the requested bytes
+(flashsim.model.multi.closed_forms.split_kv_bytes) and the implied bandwidth. Then, at H = 16, a sweep of num_splits.
 
 Writes <out>/flash_decoding_h200.json and prints a short table last. ``--small`` runs the interpreter at small
 sizes (a smoke test; times there mean nothing).
@@ -27,6 +27,7 @@ sys.path.insert(0, HERE)
 from flashsim.kernels import INTERPRETER  # noqa: E402  (chooses GPU or interpreter before triton is imported)
 from flashsim.kernels.split_kv import default_num_splits, split_kv_attention, split_plan  # noqa: E402
 from flashsim.measure.provenance import run_info  # noqa: E402
+from flashsim.model.attention.reference import reference_attention  # noqa: E402
 from flashsim.model.multi.closed_forms import split_kv_total_bytes  # noqa: E402
 
 
@@ -60,7 +61,8 @@ def main() -> int:
     g = torch.Generator().manual_seed(0)
     for heads in heads_list:
         q, k, v = (torch.randn(1, heads, m, d, generator=g).half().to(dev) for m in (1, n, n))
-        ref = torch.softmax((q.float() @ k.float().transpose(-1, -2)) * d ** -0.5, -1) @ v.float()
+        # the one float64 reference on the host (Nq = 1: H·N scores, cheap), (1, H, 1, d) on the device
+        ref = torch.from_numpy(reference_attention(*(x.double().cpu().numpy() for x in (q, k, v)))).to(dev)
         splits = default_num_splits(heads, n, num_sms=num_sms, block_n=block_n)
         row = {"heads": heads, "splits": splits}
         for label, s in (("nosplit", 1), ("split", splits)):
