@@ -33,16 +33,19 @@ class MatrixBytesPlot(LivePlot):
         ax = fig.add_subplot()
         ax.loglog(ns, ns * ns * b, "-", color="#1f77b4", label=f"N×N matrix in {dtype} ({b} B/element)")
         cur = n * n * b
-        (self._point,) = ax.loglog([n], [cur], "o", color="#d62728", ms=9, label=self._label(n, cur))
+        (self._point,) = ax.loglog([n], [cur], "o", color="#d62728", ms=9, label="the slider's N")
+        self._note = ax.annotate(self._label(n, cur), (n, cur), textcoords="offset points", xytext=(-10, 8),
+                                 ha="right", fontsize=8, color="#d62728")
         for label, size, color in (("SRAM per SM", hw.sram_bytes, "#2ca02c"), ("L2", hw.l2_bytes, "#ff7f0e")):
             ax.axhline(size, ls="--", color=color, lw=1)
             ax.text(ns[0], size * 1.25, f"{label} of {hw.name}: {format_bytes(size)}", fontsize=8, color=color)
         ax.set_xlabel("sequence length N")
         ax.set_ylabel("bytes")
         ax.set_title("One head's attention matrix S = QKᵀ grows as N²", fontsize=10)
-        self._legend = ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="lower right")
         ax.grid(True, which="major", alpha=0.3)
-        self.animate(self._point, self._legend)
+        # a legend is several texts and boxes: the changing numbers sit in one annotation instead
+        self.animate(self._point, self._note)
 
     @staticmethod
     def _label(n, nbytes):
@@ -53,7 +56,8 @@ class MatrixBytesPlot(LivePlot):
             return False
         cur = n * n * dtype_bytes(dtype)
         self._point.set_data([n], [cur])
-        self._legend.get_texts()[1].set_text(self._label(n, cur))
+        self._note.xy = (n, cur)
+        self._note.set_text(self._label(n, cur))
         return True
 
 

@@ -37,14 +37,14 @@ class TilingPlot(LivePlot):
         (self._line,) = ax.semilogx(brs, brs, "-", color="#1f77b4", base=2)
         (self._fit,) = ax.plot([], [], "o", color="#1f77b4", label="tile set fits")
         (self._nofit,) = ax.plot([], [], "x", color=_RED, ms=9, label="does not fit")
-        (self._cur,) = ax.plot([], [], "s", mfc="none", mec="k", ms=14, label="Br")
+        (self._cur,) = ax.plot([], [], "s", mfc="none", mec="k", ms=14, label="the slider's Br")
         ax.set_xlabel("Br (rows of Q kept in SRAM)")
         ax.set_ylabel("HBM MiB (read + written)")
         self._title = ax.set_title("", fontsize=9)
         ax.grid(True, alpha=0.3)
-        self._legend = ax.legend(fontsize=7)
+        ax.legend(fontsize=7)
         self.animate(*self._tiles, self._sram, self._sram_text, self._verdict, self._line, self._fit, self._nofit,
-                     self._cur, self._legend, self._title)
+                     self._cur, self._title)
         self._show(tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title)
 
     def _show(self, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title):
@@ -72,7 +72,6 @@ class TilingPlot(LivePlot):
         self._fit.set_data(brs[ok], ys[ok])
         self._nofit.set_data(brs[~ok], ys[~ok])
         self._cur.set_data([block_r], [ys[list(block_rs).index(block_r)]])
-        self._legend.get_texts()[2].set_text(f"Br = {block_r}")
         self._title.set_text("tiled S = QKᵀ: bigger resident blocks, fewer re-reads" + (f"\n{title}" if title else ""))
         self._right.relim()
         self._right.autoscale_view()

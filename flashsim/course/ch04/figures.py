@@ -29,24 +29,27 @@ class OnlineSoftmaxPlot(LivePlot):
         for k in range(1, -(-len(x) // b)):
             ax.axvline(k * b - 0.5, color="k", lw=0.6, ls=":")
         self._m = ax.axhline(state["m"], color="#2ca02c", lw=1.5, label="running max m")
+        self._m_note = ax.text(len(x) - 0.5, state["m"], "", ha="right", va="bottom", fontsize=8, color="#2ca02c")
         ax.set_xticks(np.arange(len(x)))
         ax.set_xlabel("score index (blocks of %d)" % b)
         ax.set_ylabel("score")
         self._title = ax.set_title("", fontsize=9)
-        self._legend = ax.legend(fontsize=8, loc="upper left")
-        (self._l,) = ax2.plot([], [], "o-", label="running l")
+        ax.legend(fontsize=8, loc="upper left")
+        bug = not state["rescale"]
+        (self._l,) = ax2.plot([], [], "o-", color="#d62728" if bug else "#1f77b4",
+                              label="running l" + (" (no rescale: bug)" if bug else ""))
         ax2.axhline(state["exact_l"], color="k", ls="--", lw=1, label=f"one-shot l = {state['exact_l']:.4f}")
         self._notes = []
         ax2.set_xlim(0.5, state["n_blocks"] + 0.5)
         ax2.set_xticks(np.arange(1, state["n_blocks"] + 1))
         ax2.set_xlabel("blocks read")
         ax2.set_ylabel("l = Σ e^(x − m)")
-        self._legend2 = ax2.legend(fontsize=7)
+        ax2.legend(fontsize=7)
         lo, hi = state.get("l_range", (None, None))
         if lo is not None:      # the whole row's range of l: the axis does not rescale while the stepper plays
             pad = 0.12 * (hi - lo) if hi > lo else 0.1 * max(abs(hi), 1.0)
             ax2.set_ylim(lo - pad, hi + pad)
-        self.animate(*self._bars, self._m, self._legend, self._title, self._l, self._legend2)
+        self.animate(*self._bars, self._m, self._m_note, self._title, self._l)
         self._show(state)
 
     def _show(self, state):
@@ -55,15 +58,12 @@ class OnlineSoftmaxPlot(LivePlot):
             blk = i // b
             rect.set_facecolor("#d62728" if blk == step else ("#1f77b4" if blk < step else "#d9d9d9"))
         self._m.set_ydata([state["m"]] * 2)
-        self._legend.get_texts()[0].set_text(f"running max m = {state['m']:g}")
+        self._m_note.set_y(state["m"])
+        self._m_note.set_text(f"m = {state['m']:g}")
         self._title.set_text(f"block {step + 1}/{state['n_blocks']} read (red)")
         ls = [l for _, l in state["history"]]
         ks = np.arange(1, len(ls) + 1)
-        color = "#1f77b4" if state["rescale"] else "#d62728"
         self._l.set_data(ks, ls)
-        self._l.set_color(color)
-        self._legend2.get_lines()[0].set_color(color)
-        self._legend2.get_texts()[0].set_text("running l" + ("" if state["rescale"] else " (no rescale: bug)"))
         for note in self._notes:
             note.remove()
             self.animated.remove(note)
@@ -76,8 +76,8 @@ class OnlineSoftmaxPlot(LivePlot):
 
     def refresh(self, state) -> bool:
         old = self.args["state"]
-        if (old["scores"], old["block"]) != (state["scores"], state["block"]):
-            return False
+        if (old["scores"], old["block"], old["rescale"]) != (state["scores"], state["block"], state["rescale"]):
+            return False      # the legend names the bug: redrawn
         self._show(state)
         return True
 

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from flashsim.course.ch05.figures import TileStatePlot, TrafficVsBlockPlot
+from flashsim.course.ch05.figures import FLASH_COL_TENSORS, TileStatePlot, TrafficVsBlockPlot
 from flashsim.course.ch05.traffic import BLOCK_CS, BlockSweep
 from flashsim.course.kit.dashboard import Dashboard, choice, int_range, slider
 # the pre-Dashboard helpers live in the kit; re-exported until chapters 07-13 import them from there
@@ -84,7 +84,7 @@ class FlashStepper(Dashboard):
 
     # which tensors are blocked by rows of Q (Tr blocks) and which by rows of K/V (Tc blocks)
     ROW_TENSORS = ("Q", "O", "m", "l", "L", "lse", "dO", "dQ", "D")
-    COL_TENSORS = ("K", "V", "dK", "dV")
+    COL_TENSORS = FLASH_COL_TENSORS
 
     def _block_count(self, tensor: str) -> int:
         return self.tc if tensor in self.COL_TENSORS else self.tr

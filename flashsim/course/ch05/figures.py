@@ -17,6 +17,8 @@ _IN_SRAM = "#2ca02c"
 _IN_HBM = "#d9d9d9"
 _CURRENT = "#d62728"
 _ROW = "#1f77b4"
+#: tensors blocked by rows of K/V (Tc blocks); the others by rows of Q (Tr blocks)
+FLASH_COL_TENSORS = ("K", "V", "dK", "dV")
 _UNKNOWN = "#eeeeee"
 
 
@@ -38,43 +40,54 @@ class TileStatePlot(LivePlot):
         super().__init__(state=state)
 
     def draw(self, fig, state):
+        from matplotlib.collections import PolyCollection
         rows = state.get("rows", {})
         gs = fig.add_gridspec(1 + len(rows), 1, height_ratios=[2.2] + [1] * len(rows))
         ax = fig.add_subplot(gs[0])
         tensors = list(state["blocks"])
         width = max(state["blocks"].values())
-        self._tiles, labels = {}, []
+        # every tile is one polygon of one collection: recolouring 50 tiles is one artist to draw, not 50
+        self._keys, verts = [], []
         for y, name in enumerate(tensors):
             nb = state["blocks"][name]
             for b in range(nb):
-                rect = _rect((b * width / nb, -y - 0.4), width / nb, 0.8, _IN_HBM, "white")
-                ax.add_patch(rect)
-                self._tiles[(name, b)] = rect
-                labels.append(ax.text((b + 0.5) * width / nb, -y, f"{name}{b}", ha="center", va="center",
-                                      fontsize=7))
+                x0, x1 = b * width / nb, (b + 1) * width / nb
+                verts.append([(x0, -y - 0.4), (x1, -y - 0.4), (x1, -y + 0.4), (x0, -y + 0.4)])
+                self._keys.append((name, b))
+        self._tiles = ax.add_collection(PolyCollection(verts, facecolors=_IN_HBM, edgecolors="white",
+                                                       linewidths=1))
         ax.set_xlim(0, width)
         ax.set_ylim(-len(tensors) + 0.4, 0.6)
         ax.set_yticks([-y for y in range(len(tensors))], tensors)
+        # block indices on the top axis, not in every tile (texts are what a frame costs most to draw)
         ax.set_xticks([])
-        self._title = ax.set_title("", fontsize=10)
-        # the tile labels sit on the (animated) tiles, so they are animated too, after them
-        self.animate(*self._tiles.values(), *labels, self._title)
+        top = ax.secondary_xaxis("top")
+        top.set_xticks([b + 0.5 for b in range(width)], [str(b) for b in range(width)], fontsize=7)
+        top.set_xlabel("block index (i for blocks of Q's rows, j for blocks of K/V's rows)", fontsize=8, labelpad=2)
+        ax.tick_params(length=0)
+        # the title above the top axis' labels (an axes text: Axes.title would be placed under them)
+        self._title = ax.text(0.5, 1.2, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=10)
+        self.animate(self._tiles, self._title)
         self._bars, self._empty = {}, {}
         first = None
         for k, (label, values) in enumerate(rows.items()):
-            a = fig.add_subplot(gs[k + 1], sharex=first)
+            a = fig.add_subplot(gs[k + 1], sharex=first if first is not None else None)
             first = first or a
             n = np.asarray(values).size
-            self._bars[label] = (a, a.bar(np.arange(n), np.zeros(n), width=0.9, color=_UNKNOWN))
+            bars = a.add_collection(PolyCollection([_bar(i, 0.0) for i in range(n)], facecolors=_UNKNOWN,
+                                                   edgecolors="none"))
+            a.set_xlim(-0.6, n - 0.4)
+            self._bars[label] = (a, bars)
             a.set_ylabel(label, fontsize=8)
             a.tick_params(labelsize=7)
             self._empty[label] = a.text(0.5, 0.5, "not computed yet", transform=a.transAxes, ha="center",
                                         va="center", fontsize=8)
             lo, hi = state.get("rows_lim", {}).get(label, (None, None))
-            if lo is not None:    # the whole run's range: the axis does not rescale while the stepper plays
-                pad = 0.05 * (hi - lo) if hi > lo else 1.0
-                a.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
-            self.animate(*self._bars[label][1], self._empty[label])
+            if lo is None:
+                lo, hi = 0.0, 1.0
+            pad = 0.05 * (hi - lo) if hi > lo else 1.0      # the whole run's range: no rescaling while stepping
+            a.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
+            self.animate(bars, self._empty[label])
         if first is not None:
             fig.axes[-1].set_xlabel("row of Q (query index)")
         # an axes' text in figure coordinates: animated figure-level artists would be left out of saved figures
@@ -86,25 +99,18 @@ class TileStatePlot(LivePlot):
 
     def _show(self, state) -> None:
         current = state.get("current") or ()
-        for key, rect in self._tiles.items():
-            rect.set_facecolor(_IN_SRAM if key in state["in_sram"] else _IN_HBM)
-            edge = key in current
-            rect.set_edgecolor(_CURRENT if edge else "white")
-            rect.set_linewidth(2.5 if edge else 1)
+        self._tiles.set_facecolor([_IN_SRAM if key in state["in_sram"] else _IN_HBM for key in self._keys])
+        self._tiles.set_edgecolor([_CURRENT if key in current else "white" for key in self._keys])
+        self._tiles.set_linewidth([2.5 if key in current else 1 for key in self._keys])
         self._title.set_text(state.get("title", ""))
         self._caption.set_text(state.get("caption", ""))
         for label, values in state.get("rows", {}).items():
             a, bars = self._bars[label]
             values = np.asarray(values, float)
             known = np.isfinite(values)
-            for rect, v, ok in zip(bars, values, known):
-                rect.set_height(v if ok else 0.0)
-                rect.set_facecolor(_ROW if ok else _UNKNOWN)
+            bars.set_verts([_bar(i, v if ok else 0.0) for i, (v, ok) in enumerate(zip(values, known))])
+            bars.set_facecolor([_ROW if ok else _UNKNOWN for ok in known])
             self._empty[label].set_visible(not known.any())
-            if label not in state.get("rows_lim", {}):
-                lo, hi = min(0.0, np.min(values[known], initial=0.0)), max(0.0, np.max(values[known], initial=0.0))
-                pad = 0.05 * (hi - lo) if hi > lo else 1.0
-                a.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
 
     def refresh(self, state) -> bool:
         old = self.args["state"]
@@ -119,9 +125,9 @@ def plot_tile_state(state: dict):
     return TileStatePlot(state).fig
 
 
-def _rect(xy, w, h, face, edge):
-    from matplotlib.patches import Rectangle
-    return Rectangle(xy, w, h, facecolor=face, edgecolor=edge, linewidth=2.5 if edge != "white" else 1)
+def _bar(i: int, height: float, width: float = 0.9) -> list:
+    """The corners of bar i (centred on i) of a bar chart drawn as one PolyCollection."""
+    return [(i - width / 2, 0.0), (i + width / 2, 0.0), (i + width / 2, height), (i - width / 2, height)]
 
 
 class TrafficVsBlockPlot(LivePlot):
