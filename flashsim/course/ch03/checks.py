@@ -19,7 +19,7 @@ TILED_QKT = exercise(
     "03.1", "tiled QKᵀ",
     "fn(mem, n, d, block_r, block_c) computes S = Q Kᵀ on a Memory that holds Q and K (N×d) and an empty S (N×N) "
     "in HBM, with just enough SRAM for one Q block, one K block and one fp32 S tile, moving exactly the bytes of "
-    "the chapter's tiled loop (keep Q_i on chip while the K_j stream past). N need not be a multiple of the blocks.",
+    "the chapter's tiled loop. N need not be a multiple of the blocks.",
     ("Which of the two operands do you keep on chip while the other streams past, and how many times is each "
      "loaded?",
      "mem.load / mem.store / mem.free, two loops (row blocks outside, column blocks inside), slices that stop at "
