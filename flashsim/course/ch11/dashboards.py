@@ -114,8 +114,8 @@ def mismatch_errors(n: int = 128, d: int = 32, flash_dtype: str = "fp16", flash_
 class MismatchExplorer(Dashboard):
     """Choose the kernel's and the reference's mask and dtype; see the per-row error and a diagnosis (chapter 11).
 
-    The five controls are ``config``'s keys: flash_dtype, flash_causal, ref_dtype (None or "float64": exact), ref_causal,
-    ref_on_rounded_inputs; ``update(**config)`` changes them, ``current`` is :func:`mismatch_errors`' result."""
+    The five controls are ``config``'s keys: flash_dtype, flash_causal, ref_dtype (None or "float64": exact),
+    ref_causal, ref_on_rounded_inputs; ``update(**config)`` changes them, ``current`` is :func:`mismatch_errors`' result."""
 
     plot = MismatchRowsPlot
     layout = (("flash_dtype", "flash_causal"), ("ref_dtype", "ref_causal", "ref_on_rounded_inputs"))

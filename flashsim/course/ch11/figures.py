@@ -91,7 +91,7 @@ def plot_speedup_vs_n(sweep: dict, current: dict | None = None, title: str = "")
 
 
 class MismatchRowsPlot(LivePlot):
-    """Max |flash − reference| per query row (log scale), with the plain-implementation rounding level (chapter 11)."""
+    """Max |flash − reference| per query row (log scale), with a plain implementation's rounding (chapter 11)."""
 
     figsize = (6.8, 3.2)
 

@@ -15,7 +15,8 @@ from flashsim.course.ch13.figures import DecodingPlot, OverlapPlot, RingStepPlot
 from flashsim.course.kit.dashboard import Dashboard, choice, int_range, slider, toggle
 from flashsim.course.kit.results import load_result, result_source
 from flashsim.model.hardware import device_names
-from flashsim.model.multi.cluster import LINK_PRESETS, flash_decoding, overlap_threshold, ring_attention, ring_step_times
+from flashsim.model.multi.cluster import (LINK_PRESETS, flash_decoding, overlap_threshold, ring_attention,
+                                          ring_step_times)
 
 __all__ = ["RingStepper", "OverlapDashboard", "DecodingDashboard", "h200_results"]
 

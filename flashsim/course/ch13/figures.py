@@ -101,7 +101,8 @@ def plot_ring_step(state: dict):
 
 class OverlapPlot(LivePlot):
     """Time of one ring step vs block size n (rows per device): compute 4·H·n²·d/F (one line) against the transfer
-    2·H·n·d·b/W of each link (one line each); `current` marks a block. A new `current` moves the mark (chapter 13)."""
+    2·H·n·d·b/W of each link (one line each); `current` marks a block, and a new `current` moves the mark
+    (chapter 13)."""
 
     figsize = (7.5, 4.2)
 
