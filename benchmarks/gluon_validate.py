@@ -1,8 +1,10 @@
 """Correctness grid and timing of the Gluon Hopper forward (flashsim.kernels.gluon), for a Hopper GPU.
 
 Correctness first: for each case, fresh random inputs (never zeros), outputs NaN-poisoned before the launch
-(FLASHSIM_POISON=1), and the error of ``o`` against a float64 reference must be at most 2x the error of PyTorch's
-own SDPA in the same dtype (plus a floor of 1e-6); lse is checked against the float64 logsumexp.
+(FLASHSIM_POISON=1), and the error of ``o`` against the float64 reference must be at most 2x the error of PyTorch's
+own SDPA in the same dtype (plus a floor of 1e-6); lse is checked against the float64 logsumexp. The reference is
+the one in flashsim.model.attention.reference, computed on the host in row chunks (memory O(chunk·N); a timed
+row's slice, at most 2^28 scores, takes a few seconds there).
 Then speed: ``triton.testing.do_bench`` medians, side by side in one process, of cuDNN
 (``sdpa_kernel(SDPBackend.CUDNN_ATTENTION)``), SDPA's FlashAttention-2 backend, the course's Triton kernel
 (``flashsim.kernels.flash_forward``) and the Gluon kernel, at B*N = 16384 and H*d = 2048. Timed rows are checked
@@ -14,8 +16,9 @@ for correctness too, on their own inputs, before they are timed.
 ragged N first) in fp16 at N = 2048 and 16384, and keeps the fastest (geometric mean) per (d, causal) for the rest
 of the run. ``--ncu SHAPE`` runs one forward of one shape only, for ``ncu`` (dtype,d,causal,N, e.g. fp16,128,0,2048).
 
-Only ``flashsim.kernels.gluon`` (and, for the Triton column, ``flashsim.kernels``) is imported; if the package's
-``__init__`` fails to import, the Gluon files are loaded straight from their paths.
+Only ``flashsim.kernels.gluon`` (and, for the Triton column, ``flashsim.kernels``) and the numpy-only reference
+``flashsim.model.attention.reference`` are imported; if ``flashsim.kernels`` fails to import, the Gluon files are
+loaded straight from their paths.
 """
 from __future__ import annotations
 
@@ -33,11 +36,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("FLASHSIM_POISON", "1")
+sys.path.insert(0, str(ROOT))
+
+from flashsim.model.attention.reference import reference_attention, reference_attention_grads  # noqa: E402
 
 
 def load_gluon():
     """flashsim.kernels.gluon, imported normally or, if the package is broken, from its files."""
-    sys.path.insert(0, str(ROOT))
     try:
         import flashsim.kernels.gluon as g
         return g, "import"
@@ -68,17 +73,23 @@ def rel_err(x, ref):
     return float((x - ref).norm() / ref.norm())
 
 
+def _host64(*xs):
+    """float64 numpy copies on the host, for the model's reference."""
+    return [x.detach().double().cpu().numpy() for x in xs]
+
+
 def reference(q, k, v, causal, scale):
-    """float64 attention and its natural-log logsumexp."""
+    """The one float64 reference (flashsim.model.attention.reference) and its natural-log logsumexp, on q's device."""
     import torch
-    qd, kd, vd = q.double(), k.double(), v.double()
-    s = (qd @ kd.transpose(-1, -2)) * scale
-    if causal:
-        n = q.shape[-2]
-        mask = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
-        s = s.masked_fill(~mask, float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    return torch.softmax(s, dim=-1) @ vd, lse
+    o, lse = reference_attention(*_host64(q, k, v), causal=causal, sm_scale=scale, return_lse=True)
+    return torch.from_numpy(o).to(q.device), torch.from_numpy(lse).to(q.device)
+
+
+def reference_grads(q, k, v, do, causal, scale):
+    """(dq, dk, dv) of the one float64 reference, on q's device."""
+    import torch
+    grads = reference_attention_grads(*_host64(q, k, v, do), causal=causal, sm_scale=scale)
+    return [torch.from_numpy(g).to(q.device) for g in grads]
 
 
 def check_case(g, dtype, d, causal, B, H, N, pingpong=True, seed=0):
@@ -143,8 +154,8 @@ def tune(g, warmup, rep):
 
 
 def check_backward_on_lse(g, dtype, d, causal, N):
-    """The course's Triton backward fed with the Gluon forward's (o, lse): gradients vs float64 autograd, each
-    within 2x the error of PyTorch's SDPA gradients in the same dtype."""
+    """The course's Triton backward fed with the Gluon forward's (o, lse): gradients vs the float64 reference's,
+    each within 2x the error of PyTorch's SDPA gradients in the same dtype."""
     import torch
     import torch.nn.functional as F
     from flashsim.kernels import flash_backward
@@ -152,9 +163,7 @@ def check_backward_on_lse(g, dtype, d, causal, N):
     q, k, v, do = (torch.randn(1, 2, N, d, device="cuda", dtype=dtype) for _ in range(4))
     o, lse = g.gluon_forward(q, k, v, causal=causal)
     dq, dk, dv = flash_backward(q, k, v, o, lse, do, causal=causal)
-    qd, kd, vd = (t.double().requires_grad_() for t in (q, k, v))
-    ref, _ = reference(qd, kd, vd, causal, d ** -0.5)
-    gref = torch.autograd.grad(ref, (qd, kd, vd), do.double())
+    gref = reference_grads(q, k, v, do, causal, d ** -0.5)
     qt, kt, vt = (t.detach().clone().requires_grad_() for t in (q, k, v))
     gt = torch.autograd.grad(F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), (qt, kt, vt), do)
     errs = [rel_err(a, r) for a, r in zip((dq, dk, dv), gref)]
@@ -183,7 +192,7 @@ def time_row(g, flash_forward, dtype, d, causal, N, warmup, rep, ablation):
     q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=dtype) for _ in range(3))
     row = dict(dtype=str(dtype).replace("torch.", ""), d=d, causal=causal, N=N, B=B, H=H)
     fl = flops(B, H, N, d, causal)
-    # correctness of this very row before timing (the reference in float64 on a slice of heads, to bound memory)
+    # correctness of this very row before timing (the host float64 reference on a slice of heads: ≤ 2^28 scores)
     hs = slice(0, max(1, min(H, (1 << 27) // (B * N * N))))
     ref, _ = reference(q[:, hs], k[:, hs], v[:, hs], causal, d ** -0.5)
     o, _ = g.gluon_forward(q, k, v, causal=causal)
