@@ -2,13 +2,11 @@
 
 * :func:`theta_sweep`: flash HBM bytes over SRAM sizes M and lengths N, against FA1's Θ(N²d²/M);
 * :class:`SpeedupDashboard`: sliders for N, d, SRAM and the device; naive vs flash bytes, FLOPs, arithmetic
-  intensity and the roofline time (with and without the L2 model), as plain methods (``update``, ``current``);
-* :func:`measured_block_sweep`: the real kernel's bytes (``flashsim.course.kit.real_gpu.compare``) over BLOCK_M, the kernel's
-  stand-in for M;
+  intensity and the roofline time (with and without the L2 model), driven by ``update`` (state in ``current``);
+* :func:`measured_block_sweep`: the real kernel's bytes (``flashsim.course.kit.real_gpu.compare``) over BLOCK_M,
+  the kernel's stand-in for M;
 * :func:`l2_rows`: requested vs DRAM bytes of the flash kernel: measured by ncu on an H200 (the recorded sweep
   ``kernels_h200``, :mod:`flashsim.course.kit.results`), next to the L2 model's prediction (:mod:`flashsim.model.l2`).
-
-ipywidgets and matplotlib are imported lazily, inside ``show()`` and the plot functions.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Chapter 11 dashboards: four pitfalls, each a plain class with ``update(...)`` and ``current`` (testable without
-Jupyter) and a ``show()`` that wraps it in ipywidgets (imported lazily).
+"""Chapter 11 dashboards: four pitfalls, each on the course's dashboard base (``update(...)`` and ``current``,
+testable without Jupyter; ``show()`` puts its controls, readout and figure on the page).
 
 * :class:`ShortSequenceDashboard`: where the win shrinks: the predicted speedup of flash2 over naive against N, for
   the attention core and for the whole layer (:func:`short_sequence_times`).
