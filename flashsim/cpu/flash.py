@@ -14,8 +14,7 @@ import numpy as np
 from numba import get_num_threads, get_thread_id, njit, prange, set_parallel_chunksize
 
 from flashsim.cpu.blocks import _PANEL, _VEC, TILE_COLS, TILE_ROWS, _round_up, default_blocks, effective_blocks
-from flashsim.cpu.intrinsics import (_FASTMATH, LN2, LOG2E, _exp2, _fmax, _gemm_set_1, _gemm_set_2, _gemm_set_3,
-                                     _gemm_set_4, _gemm_tile)
+from flashsim.cpu.intrinsics import _FASTMATH, LN2, LOG2E, _exp2, _fmax, _gemm_set, _gemm_tile
 from flashsim.cpu.validate import check_block, check_qkv
 from flashsim.errors import FlashsimError
 
@@ -34,14 +33,7 @@ def _qk_tile(s, s_off, ldc, qp, q_off, dp, ktp, j, ncols):
         within = g % _PANEL
         nv = min((ncols - col) // _VEC, (_PANEL - within) // _VEC)
         b_off = (g - within) * dp + within
-        if nv == 4:
-            _gemm_set_4(s, s_off + col, ldc, qp, q_off, dp, ktp, b_off, _PANEL, dp)
-        elif nv == 3:
-            _gemm_set_3(s, s_off + col, ldc, qp, q_off, dp, ktp, b_off, _PANEL, dp)
-        elif nv == 2:
-            _gemm_set_2(s, s_off + col, ldc, qp, q_off, dp, ktp, b_off, _PANEL, dp)
-        else:
-            _gemm_set_1(s, s_off + col, ldc, qp, q_off, dp, ktp, b_off, _PANEL, dp)
+        _gemm_set(nv, s, s_off + col, ldc, qp, q_off, dp, ktp, b_off, _PANEL, dp)
         col += nv * _VEC
 
 

@@ -108,6 +108,27 @@ _gemm_acc_3 = _make_gemm_kernel(3, True)
 _gemm_acc_4 = _make_gemm_kernel(4, True)
 
 
+def _by_width(gemm_1, gemm_2, gemm_3, gemm_4):
+    """One jitted call ``gemm(nv, c, c_off, ldc, a, a_off, lda, b, b_off, ldb, kdim)`` that runs the intrinsic of
+    width ``nv`` (1 to 4 vectors) of one family: each intrinsic is its own compile-time function, so numba needs
+    the branch; written once here for both families."""
+    @njit(inline="always")
+    def gemm(nv, c, c_off, ldc, a, a_off, lda, b, b_off, ldb, kdim):
+        if nv == 4:
+            gemm_4(c, c_off, ldc, a, a_off, lda, b, b_off, ldb, kdim)
+        elif nv == 3:
+            gemm_3(c, c_off, ldc, a, a_off, lda, b, b_off, ldb, kdim)
+        elif nv == 2:
+            gemm_2(c, c_off, ldc, a, a_off, lda, b, b_off, ldb, kdim)
+        else:
+            gemm_1(c, c_off, ldc, a, a_off, lda, b, b_off, ldb, kdim)
+    return gemm
+
+
+_gemm_set = _by_width(_gemm_set_1, _gemm_set_2, _gemm_set_3, _gemm_set_4)  # C = A @ B, nv vectors wide
+_gemm_acc = _by_width(_gemm_acc_1, _gemm_acc_2, _gemm_acc_3, _gemm_acc_4)  # C += A @ B, nv vectors wide
+
+
 @njit(inline="always")
 def _gemm_tile(accumulate, c, c_off, ldc, a, a_off, lda, b, b_off, ldb, kdim, ncols):
     """C[4 x ncols] (+)= A[4 x kdim] @ B[kdim x ncols], ncols a multiple of 16, in chunks of up to 64 columns."""
@@ -115,23 +136,9 @@ def _gemm_tile(accumulate, c, c_off, ldc, a, a_off, lda, b, b_off, ldb, kdim, nc
     while col < ncols:
         nv = min((ncols - col) // _VEC, _MAX_V)
         if accumulate:
-            if nv == 4:
-                _gemm_acc_4(c, c_off + col, ldc, a, a_off, lda, b, b_off + col, ldb, kdim)
-            elif nv == 3:
-                _gemm_acc_3(c, c_off + col, ldc, a, a_off, lda, b, b_off + col, ldb, kdim)
-            elif nv == 2:
-                _gemm_acc_2(c, c_off + col, ldc, a, a_off, lda, b, b_off + col, ldb, kdim)
-            else:
-                _gemm_acc_1(c, c_off + col, ldc, a, a_off, lda, b, b_off + col, ldb, kdim)
+            _gemm_acc(nv, c, c_off + col, ldc, a, a_off, lda, b, b_off + col, ldb, kdim)
         else:
-            if nv == 4:
-                _gemm_set_4(c, c_off + col, ldc, a, a_off, lda, b, b_off + col, ldb, kdim)
-            elif nv == 3:
-                _gemm_set_3(c, c_off + col, ldc, a, a_off, lda, b, b_off + col, ldb, kdim)
-            elif nv == 2:
-                _gemm_set_2(c, c_off + col, ldc, a, a_off, lda, b, b_off + col, ldb, kdim)
-            else:
-                _gemm_set_1(c, c_off + col, ldc, a, a_off, lda, b, b_off + col, ldb, kdim)
+            _gemm_set(nv, c, c_off + col, ldc, a, a_off, lda, b, b_off + col, ldb, kdim)
         col += nv * _VEC
 
 
