@@ -85,7 +85,7 @@ CASES = [
     DashCase("ch08.CausalTileAnimator", lambda: CausalTileAnimator(n=32, block_r=8, block_c=8),
              {"step": 3, "n": 48, "block_r": 16, "block_c": 4}, {"block_r": 5}),
     DashCase("ch09.SpeedupDashboard", lambda: SpeedupDashboard(n=1024),
-             {"n": 2048, "d": 128, "sram_kib": 128, "device": "a100"}, {"sram_kib": 100}),
+             {"n": 2048, "d": 128, "sram_kib": 128, "device": "a100"}, {"sram_kib": 100}, blit=("n", "sram_kib")),
     DashCase("ch10.CacheBlockDashboard", lambda: CacheBlockDashboard(n=128, d=32), {"block_c": 128, "block_r": 32},
              {"block_c": 100}, blit=("block_c",)),
     DashCase("ch11.ShortSequenceDashboard", ShortSequenceDashboard, {"n": 1024, "d": 128, "heads": 8, "device": "a100"},

@@ -94,30 +94,56 @@ def plot_theta_sweep(sweep: dict):
 
 class RooflinePlot(LivePlot):
     """The device's roofline (attainable FLOP/s against arithmetic intensity) with one dot per {label: Traffic};
-    `dram` (a Traffic with DRAM bytes) adds the same kernel at its DRAM intensity (chapter 09)."""
+    `dram` (a Traffic with DRAM bytes) adds the same kernel at its DRAM intensity (chapter 09). New traffic on the
+    same device moves the dots in place (they stay on the roofline, so the axes keep their limits)."""
 
     figsize = (6.8, 3.8)
+    _COLORS = ("#7f7f7f", "#1f77b4", "#2ca02c", "#d62728")
 
     def draw(self, fig, points: dict, device: str = "h200", dram=None, title: str = ""):
         hw = get_device(device)
-        peak = peak_flops(hw, "fp16")
-        bw = hw.hbm_bandwidth_bytes_per_s
+        self._peak, self._bw = peak_flops(hw, "fp16"), hw.hbm_bandwidth_bytes_per_s
         ax = fig.add_subplot()
         xs = np.logspace(-1, 4, 200)
-        ax.loglog(xs, np.minimum(peak, xs * bw), "k-", lw=1.5, label=f"{hw.name} roofline")
-        ax.axvline(peak / bw, color="0.6", ls=":", lw=1)
-        colors = ["#7f7f7f", "#1f77b4", "#2ca02c", "#d62728"]
-        for (label, t), color in zip(points.items(), colors):
-            x = t.flops / t.hbm_bytes
-            ax.loglog([x], [min(peak, x * bw)], "o", ms=9, color=color, label=f"{label}: {x:.0f} FLOP/B")
-        if dram is not None and dram.dram_bytes:
-            x = dram.flops / dram.dram_bytes
-            ax.loglog([x], [min(peak, x * bw)], "s", ms=9, color="#2ca02c",
-                      label=f"flash2 (DRAM, after L2): {x:.0f} FLOP/B")
+        ax.loglog(xs, np.minimum(self._peak, xs * self._bw), "k-", lw=1.5, label=f"{hw.name} roofline")
+        ax.axvline(self._peak / self._bw, color="0.6", ls=":", lw=1)
+        self._dots = [ax.loglog([], [], "o", ms=9, color=color, label=label)[0]
+                      for label, color in zip(points, self._COLORS)]
+        self._dram = ax.loglog([], [], "s", ms=9, color="#2ca02c", label="DRAM")[0] if _has_dram(dram) else None
         ax.set_xlabel("arithmetic intensity (FLOP / byte)")
         ax.set_ylabel("attainable FLOP/s")
-        ax.set_title("\n".join(textwrap.wrap(title, 110)), fontsize=7)
-        ax.legend(fontsize=7, loc="lower right")
+        self._title = ax.set_title("", fontsize=7)
+        self._place(points, dram, title)
+        self._legend = ax.legend(fontsize=7, loc="lower right")
+        self.animate(*self._dots, *([self._dram] if self._dram else []), self._legend, self._title)
+
+    def _place(self, points: dict, dram, title: str) -> list:
+        """Put the dots at their intensities; returns their legend labels."""
+        labels = []
+        for dot, (label, t) in zip(self._dots, points.items()):
+            x = t.flops / t.hbm_bytes
+            dot.set_data([x], [min(self._peak, x * self._bw)])
+            labels.append(f"{label}: {x:.0f} FLOP/B")
+        if self._dram is not None:
+            x = dram.flops / dram.dram_bytes
+            self._dram.set_data([x], [min(self._peak, x * self._bw)])
+            labels.append(f"flash2 (DRAM, after L2): {x:.0f} FLOP/B")
+        for artist, label in zip(self._dots + ([self._dram] if self._dram else []), labels):
+            artist.set_label(label)
+        self._title.set_text("\n".join(textwrap.wrap(title, 110)))
+        return labels
+
+    def refresh(self, points: dict, device: str = "h200", dram=None, title: str = ""):
+        if (device != self.args["device"] or list(points) != list(self.args["points"])
+                or _has_dram(dram) != (self._dram is not None)):
+            return False
+        for text, label in zip(self._legend.get_texts()[1:], self._place(points, dram, title)):
+            text.set_text(label)
+        return True
+
+
+def _has_dram(dram) -> bool:
+    return dram is not None and bool(dram.dram_bytes)
 
 
 def plot_roofline_points(points: dict, device: str = "h200", dram=None, title: str = ""):
