@@ -62,6 +62,10 @@ def test_speed_plot_without_gpu():
     fake = {"learner_ms": 1.0, "flashsim_ms": 0.9, "sdpa_ms": 0.7, "tflops": {"learner": 1, "flashsim": 1, "sdpa": 2},
             "size": {"n": 8, "d": 8, "batch": 1, "heads": 1, "causal": False, "dtype": "fp16"}}
     assert plot_speed_vs_sdpa(fake) is not None
+    course_only = {**fake, "learner_ms": None, "tflops": {"flashsim": 1, "sdpa": 2},     # no passing kernel yet
+                   "sdpa_backend": "cuDNN (SDPBackend.CUDNN_ATTENTION)"}
+    fig = plot_speed_vs_sdpa(course_only)
+    assert len(fig.axes[0].patches) == 2 and "cuDNN" in fig.axes[0].get_xticklabels()[1].get_text()
 
 
 # --- the section "what an H200 adds": loaders and plots over the committed GPU results ---------------------------

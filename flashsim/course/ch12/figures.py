@@ -65,8 +65,10 @@ def plot_kernel_io_by_tensor(simulated: dict, measured: dict | None = None, titl
 
 
 def plot_speed_vs_sdpa(speed: dict | None):
-    """Median ms and TFLOP/s of the learner's kernel, flashsim.kernels.flash_forward and torch SDPA (a GPU run of
-    :func:`flashsim.exercises.sdpa_speed`); without a GPU (speed None) a panel that says so."""
+    """Median ms and TFLOP/s of the learner's kernel, flashsim.kernels.flash_forward and torch SDPA (its fastest
+    backend, named), from a GPU run of :func:`flashsim.exercises.sdpa_speed`; without the learner's kernel
+    (``learner_ms`` None: it has not passed yet) the course's kernel and SDPA only; without a GPU (speed None) a
+    panel that says so."""
     fig = new_figure((6.4, 3.0))
     if not speed:
         ax = fig.add_subplot()
@@ -74,18 +76,21 @@ def plot_speed_vs_sdpa(speed: dict | None):
         ax.text(0.5, 0.5, "no CUDA GPU: speed against SDPA is measured on a GPU only\n"
                 "(the interpreter's wall time says nothing about a GPU)", ha="center", va="center", fontsize=10)
         return fig
-    labels = ["yours", "flashsim\nflash_forward", "torch SDPA"]
-    ms = [speed["learner_ms"], speed["flashsim_ms"], speed["sdpa_ms"]]
-    tf = [speed["tflops"]["learner"], speed["tflops"]["flashsim"], speed["tflops"]["sdpa"]]
-    colors = ["#d62728", "#1f77b4", "#7f7f7f"]
+    backend = str(speed.get("sdpa_backend") or "").split(" (")[0]
+    bars = [("yours", "learner_ms", "learner", "#d62728"),                 # (label, ms key, TFLOP/s key, colour)
+            ("flashsim\nflash_forward", "flashsim_ms", "flashsim", "#1f77b4"),
+            ("torch SDPA" + (f"\n{backend}" if backend else ""), "sdpa_ms", "sdpa", "#7f7f7f")]
+    bars = [b for b in bars if speed.get(b[1]) is not None]
+    labels, colors = [b[0] for b in bars], [b[3] for b in bars]
     ax1, ax2 = fig.subplots(1, 2)
-    ax1.bar(labels, ms, color=colors)
+    ax1.bar(labels, [speed[b[1]] for b in bars], color=colors)
     ax1.set_ylabel("median ms (do_bench)")
-    ax2.bar(labels, tf, color=colors)
+    ax2.bar(labels, [speed["tflops"][b[2]] for b in bars], color=colors)
     ax2.set_ylabel("TFLOP/s (4·B·H·N²·d / t)")
     s = speed["size"]
     fig.suptitle(f"{speed.get('device', 'GPU')}: B={s['batch']}, H={s['heads']}, N={s['n']}, d={s['d']}, "
-                 f"{s['dtype']}{', causal' if s['causal'] else ''}", fontsize=9)
+                 f"{s['dtype']}{', causal' if s['causal'] else ''}"
+                 + ("" if speed.get("learner_ms") is not None else " (your kernel has not passed yet)"), fontsize=9)
     for ax in (ax1, ax2):
         ax.tick_params(axis="x", labelsize=8)
     fig.tight_layout()
