@@ -19,7 +19,7 @@ class TilingPlot(LivePlot):
 
     figsize = (8.4, 3.8)
 
-    def draw(self, fig, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title=""):
+    def draw(self, fig, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title="", tile_top_bytes=0):
         gs = fig.add_gridspec(1, 3)
         ax = self._left = fig.add_subplot(gs[0, 0])
         self._tiles = [ax.bar([0], [0.0], color=color, label=name, width=0.6)[0]
@@ -45,9 +45,9 @@ class TilingPlot(LivePlot):
         ax.legend(fontsize=7)
         self.animate(*self._tiles, self._sram, self._sram_text, self._verdict, self._line, self._fit, self._nofit,
                      self._cur, self._title)
-        self._show(tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title)
+        self._show(tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title, tile_top_bytes)
 
-    def _show(self, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title):
+    def _show(self, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title, tile_top_bytes=0):
         bottom = 0.0
         for rect, nbytes in zip(self._tiles, tile_set.values()):
             rect.set_y(bottom)
@@ -60,9 +60,11 @@ class TilingPlot(LivePlot):
         self._sram_text.set_y(sram_bytes / 1024)
         self._sram_text.set_text(f"SRAM {sram_bytes / 1024:.0f} KiB")
         self._sram_text.set_color(color)
-        # the top in steps of powers of two: most moves of the SRAM slider keep the axis (and can be blitted)
-        top = max(bottom, sram_bytes / 1024)
-        self._left.set_ylim(0, 2 ** np.ceil(np.log2(top)) * 1.15 if top > 0 else 1.0)
+        # the top: the largest tile set any Br gives (tile_top_bytes) and the SRAM in steps of powers of two, so
+        # that moving Br, and most moves of the SRAM slider, keep the axis (and can be blitted)
+        sram_top = 2 ** np.ceil(np.log2(sram_bytes / 1024)) if sram_bytes > 0 else 0.0
+        top = max(bottom, tile_top_bytes / 1024, sram_top)
+        self._left.set_ylim(0, top * 1.15 if top > 0 else 1.0)
         self._verdict.set_text("does NOT fit" if over else "fits")
         self._verdict.set_color(_RED if over else _OK)
         brs = np.asarray(block_rs, dtype=np.float64)
@@ -76,10 +78,10 @@ class TilingPlot(LivePlot):
         self._right.relim()
         self._right.autoscale_view()
 
-    def refresh(self, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title=""):
+    def refresh(self, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title="", tile_top_bytes=0):
         if list(tile_set) != list(self.args["tile_set"]) or list(block_rs) != list(self.args["block_rs"]):
             return False
-        self._show(tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title)
+        self._show(tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title, tile_top_bytes)
         return True
 
 
@@ -98,7 +100,8 @@ def tiling_plot_args(n: int, d: int, sram_bytes: int, block_r: int, block_c: int
     fits = [sum(qkt_tile_set(b, block_c, d, dtype).values()) <= sram_bytes for b in block_rs]
     return {"tile_set": qkt_tile_set(block_r, block_c, d, dtype), "sram_bytes": sram_bytes,
             "block_rs": list(block_rs), "hbm_bytes": hbm, "fits": fits, "block_r": block_r,
-            "title": f"N = {n}, d = {d}, Bc = {block_c}, {dtype}"}
+            "title": f"N = {n}, d = {d}, Bc = {block_c}, {dtype}",
+            "tile_top_bytes": max(sum(qkt_tile_set(b, block_c, d, dtype).values()) for b in block_rs)}
 
 
 def figure_tiling():
