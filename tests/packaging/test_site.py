@@ -1,5 +1,6 @@
 """`make site` builds the course website (tools/build_site.py: Sphinx + MyST-NB, every notebook executed at small
-size), and a real browser opens a chapter page of it: the chapter's title, a figure that loaded, no error output.
+size), and a real browser opens a chapter page of it: the chapter's title, a figure that loaded, no error output
+(no error or traceback output, no stderr that reports an error; warnings on stderr are printed, not failed).
 
 Chromium is Debian's (/usr/bin/chromium; .ci/run installs it), driven by the playwright pip package with
 ``executable_path``, as tests/test_browser.py does; the site is served from 127.0.0.1 on a free port.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -34,8 +36,9 @@ _PAGE_STATE = """() => ({
   h1: (document.querySelector('main h1') || {}).textContent || '',
   figures: Array.from(document.querySelectorAll('.cell_output img'))
       .filter(i => i.complete && i.naturalWidth > 0).map(i => [i.naturalWidth, i.naturalHeight]),
-  errors: Array.from(document.querySelectorAll('.output.error, .output.traceback, .output.stderr'))
+  errors: Array.from(document.querySelectorAll('.output.error, .output.traceback'))
       .map(e => e.textContent.slice(0, 300)),
+  stderr: Array.from(document.querySelectorAll('.output.stderr')).map(e => e.textContent.slice(0, 300)),
   tracebacks: document.body.innerText.includes('Traceback (most recent call last)'),
   cells: document.querySelectorAll('.cell_output').length,
 })"""
@@ -91,3 +94,9 @@ def test_a_chapter_page_in_a_browser(served, tmp_path):
     assert TITLE in state["title"] and TITLE in state["h1"]
     assert state["figures"], "no figure (<img> in a cell output) loaded on the chapter page"
     assert not state["errors"] and not state["tracebacks"], f"error output on the page: {state['errors']}"
+    # stderr that is an error (a logged exception) fails; a warning is shown on the page and named here
+    failed = [e for e in state["stderr"] if re.search(r"Traceback|Error\b|Exception\b", e)
+              and not re.search(r"\w+Warning\b", e)]
+    assert not failed, f"error output on stderr on the page: {failed}"
+    if state["stderr"]:
+        print(f"site test: warnings shown on the {CHAPTER} page: {state['stderr']}")

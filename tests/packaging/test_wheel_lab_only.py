@@ -29,6 +29,8 @@ BLOCKED = {
     "10": "flashsim/cpu/flash.py:14 imports numba; chapter 10's dashboards call it without asking missing('cpu')",
     "12": "notebooks/12_final_exercise.ipynb: its first code cell imports triton (and ch12/template.py needs it)",
     "13": "flashsim/multi/distributed.py:34 imports torch; notebook 13 imports it for the real ring",
+    "14": "flashsim/course/ch12/dashboards.py:241: tuned_configs() (what widgets.tuned_configs is) imports "
+          "flashsim.kernels._common (torch) unguarded; ch14's own tuned_configs asks missing('kernels')",
 }
 
 
