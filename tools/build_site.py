@@ -24,7 +24,6 @@ def build(outdir: Path, *, cache: Path | None = None) -> Path:
     env = dict(os.environ, FLASHSIM_SIZE="small", MPLBACKEND="module://matplotlib_inline.backend_inline")
     if cache is not None:
         env["FLASHSIM_SITE_CACHE"] = str(Path(cache).resolve())
-    env.setdefault("TRITON_INTERPRET", "1")
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(ROOT / "site"),
            "-d", str(outdir.parent / (outdir.name + ".doctrees")), str(ROOT), str(outdir)]
     subprocess.run(cmd, check=True, cwd=ROOT, env=env)
