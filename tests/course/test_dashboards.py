@@ -71,7 +71,7 @@ CASES = [
              {"block_r": 100}, blit=("block_r", "block_c")),
     DashCase("ch04.OnlineSoftmaxStepper", OnlineSoftmaxStepper,
              {"rescale": False, "step": 1, "row": "max grows in every block", "block": 4}, {"block": 99},
-             blit=("step",)),
+             blit=("step", "block")),
     DashCase("ch04.OverflowDemo", OverflowDemo, {"x_max": 15.5}, {"x_max": 99.0}, blit=("x_max",)),
     DashCase("ch05.FlashStepper", lambda: FlashStepper(n=8, d=4, block_r=4, block_c=4), {"step": 5},
              {"step": "five"}, blit=("step",)),

@@ -17,21 +17,20 @@ class OnlineSoftmaxPlot(LivePlot):
     """Left: the row's scores, blocks read so far coloured, the current block highlighted, the running max as a
     line. Right: the running l after each block read so far, against the one-shot l (dashed). State from
     :func:`flashsim.course.ch04.stepping.online_softmax_state`; a new step of the same row changes it in place
-    (chapter 04)."""
+    (chapter 04). The right panel's x axis counts scores read, so a new block size keeps both axes (blitted)."""
 
     figsize = (8.4, 3.4)
 
     def draw(self, fig, state):
         x = np.asarray(state["scores"], dtype=np.float64)
-        b = state["block"]
         ax, ax2 = self._ax, self._ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.4, 1.0]})
         self._bars = ax.bar(np.arange(len(x)), x, color="#d9d9d9")
-        for k in range(1, -(-len(x) // b)):
-            ax.axvline(k * b - 0.5, color="k", lw=0.6, ls=":")
+        # one dotted line per possible block boundary, shown where the current block size puts one
+        self._bounds = [ax.axvline(k - 0.5, color="k", lw=0.6, ls=":") for k in range(1, len(x))]
         self._m = ax.axhline(state["m"], color="#2ca02c", lw=1.5, label="running max m")
         self._m_note = ax.text(len(x) - 0.5, state["m"], "", ha="right", va="bottom", fontsize=8, color="#2ca02c")
         ax.set_xticks(np.arange(len(x)))
-        ax.set_xlabel("score index (blocks of %d)" % b)
+        ax.set_xlabel("score index")
         ax.set_ylabel("score")
         self._title = ax.set_title("", fontsize=9)
         ax.legend(fontsize=8, loc="upper left")
@@ -40,16 +39,16 @@ class OnlineSoftmaxPlot(LivePlot):
                               label="running l" + (" (no rescale: bug)" if bug else ""))
         ax2.axhline(state["exact_l"], color="k", ls="--", lw=1, label=f"one-shot l = {state['exact_l']:.4f}")
         self._notes = []
-        ax2.set_xlim(0.5, state["n_blocks"] + 0.5)
-        ax2.set_xticks(np.arange(1, state["n_blocks"] + 1))
-        ax2.set_xlabel("blocks read")
+        ax2.set_xlim(0, len(x) + 0.5)
+        ax2.set_xticks(np.arange(0, len(x) + 1, max(1, len(x) // 8)))
+        ax2.set_xlabel("scores read")
         ax2.set_ylabel("l = Σ e^(x − m)")
         ax2.legend(fontsize=7)
         lo, hi = state.get("l_range", (None, None))
         if lo is not None:      # the whole row's range of l: the axis does not rescale while the stepper plays
             pad = 0.12 * (hi - lo) if hi > lo else 0.1 * max(abs(hi), 1.0)
             ax2.set_ylim(lo - pad, hi + pad)
-        self.animate(*self._bars, self._m, self._m_note, self._title, self._l)
+        self.animate(*self._bars, *self._bounds, self._m, self._m_note, self._title, self._l)
         self._show(state)
 
     def _show(self, state):
@@ -57,12 +56,14 @@ class OnlineSoftmaxPlot(LivePlot):
         for i, rect in enumerate(self._bars):
             blk = i // b
             rect.set_facecolor("#d62728" if blk == step else ("#1f77b4" if blk < step else "#d9d9d9"))
+        for k, line in enumerate(self._bounds, 1):
+            line.set_visible(k % b == 0)
         self._m.set_ydata([state["m"]] * 2)
         self._m_note.set_y(state["m"])
         self._m_note.set_text(f"m = {state['m']:g}")
-        self._title.set_text(f"block {step + 1}/{state['n_blocks']} read (red)")
+        self._title.set_text(f"block {step + 1}/{state['n_blocks']} (blocks of {b}) read (red)")
         ls = [l for _, l in state["history"]]
-        ks = np.arange(1, len(ls) + 1)
+        ks = np.minimum(np.arange(1, len(ls) + 1) * b, len(state["scores"]))   # scores read after each block
         self._l.set_data(ks, ls)
         for note in self._notes:
             note.remove()
@@ -76,7 +77,7 @@ class OnlineSoftmaxPlot(LivePlot):
 
     def refresh(self, state) -> bool:
         old = self.args["state"]
-        if (old["scores"], old["block"], old["rescale"]) != (state["scores"], state["block"], state["rescale"]):
+        if (old["scores"], old["rescale"]) != (state["scores"], state["rescale"]):
             return False      # the legend names the bug: redrawn
         self._show(state)
         return True

@@ -29,8 +29,10 @@ def online_softmax_state(scores, block: int, step: int, rescale: bool = True, st
     prev_l = steps[step - 1].l if step else 0.0
     factor = math.exp(prev_m - cur.m) if prev_m != -math.inf else 0.0
     exact = one_shot_softmax_stats(scores)
+    # l over every block size the stepper offers: the plot's axis then stays put when the block size moves
+    all_l = [s.l for blk in range(1, 9) for s in online_softmax_blocks(scores, blk, rescale=rescale)] + [exact.l]
     return {"scores": list(scores), "block": block, "step": step, "n_blocks": len(steps),
             "m": cur.m, "l": cur.l, "block_m": cur.block_m, "block_l": cur.block_l, "prev_m": prev_m,
             "prev_l": prev_l, "rescale_factor": factor, "rescale": rescale, "exact_m": exact.m,
             "exact_l": exact.l, "history": [(s.m, s.l) for s in steps[: step + 1]],
-            "l_range": (min([s.l for s in steps] + [exact.l]), max([s.l for s in steps] + [exact.l]))}
+            "l_range": (min(all_l), max(all_l))}
