@@ -6,7 +6,7 @@ What it does, in under three minutes on a 2-core CI machine:
 2. opens ``05_flash_forward.ipynb`` in chromium (``/usr/bin/chromium``, headless, its own temporary profile) and
    runs every cell through JupyterLab's ``notebook:run-all-cells`` command, then checks no cell raised;
 3. finds the slider labelled ``block_c``, moves it one step with the keyboard, and asserts that the plot in the
-   same output area changes (the ``<img>``/``<svg>`` content before and after differs);
+   same output area changes (the ``<img>``/``<svg>`` content or an ipympl ``<canvas>``'s pixels differ);
 4. asserts the browser console logged no errors (``console.error`` and uncaught page errors);
 5. saves screenshots of the output area before and after, and of the whole page, under pytest's ``tmp_path``
    and prints their paths.
@@ -145,16 +145,19 @@ _PLOT_SIGNATURE = """(label) => {
   const imgs = Array.from(area.querySelectorAll('img')).map(i => i.getAttribute('src') || '');
   const svgs = Array.from(area.querySelectorAll('svg')).filter(s => !s.closest('.widget-slider'))
       .map(s => s.outerHTML);
+  // an ipympl figure draws into <canvas> elements: their pixels, as data URLs
+  const canvases = Array.from(area.querySelectorAll('canvas')).filter(c => c.width > 50 && c.height > 50)
+      .map(c => { try { return c.toDataURL(); } catch (e) { return ''; } });
   const readout = sliders[0].querySelector('.widget-readout');
-  return {plots: imgs.concat(svgs), value: readout ? readout.textContent.trim() : null,
+  return {plots: imgs.concat(svgs, canvases), value: readout ? readout.textContent.trim() : null,
           index: Array.from(document.querySelectorAll('.jp-Cell-outputArea')).indexOf(area)};
 }"""
 
 
 def _largest_plot(area):
-    """The biggest <img>/<svg> (outside sliders) in an output area: the traffic plot."""
+    """The biggest <img>/<svg>/<canvas> (outside sliders) in an output area: the traffic plot."""
     best, best_area = None, -1.0
-    for loc in (area.locator("img"), area.locator("svg:not(.widget-slider svg)")):
+    for loc in (area.locator("img"), area.locator("svg:not(.widget-slider svg)"), area.locator("canvas")):
         for i in range(loc.count()):
             box = loc.nth(i).bounding_box()
             if box and box["width"] * box["height"] > best_area:
@@ -208,7 +211,7 @@ def test_chapter05_slider_moves_plot(jupyterlab, tmp_path):
             slider.scroll_into_view_if_needed()
             before = page.evaluate(_PLOT_SIGNATURE, SLIDER_LABEL)
             assert before is not None, f"no slider labelled {SLIDER_LABEL!r} on the page"
-            assert before["plots"], f"no plot (<img> or <svg>) next to the {SLIDER_LABEL!r} slider"
+            assert before["plots"], f"no plot (<img>, <svg> or <canvas>) next to the {SLIDER_LABEL!r} slider"
             area = page.locator(".jp-Cell-outputArea").nth(before["index"])
             plot = _largest_plot(area)
             shot_before, plot_before = tmp_path / "ch05_before.png", tmp_path / "ch05_plot_before.png"
