@@ -23,6 +23,7 @@ from pathlib import Path
 from flashsim.course import pick
 from flashsim.course.ch12.figures import KernelIOPlot
 from flashsim.course.kit.dashboard import Dashboard, slider, toggle
+from flashsim.course.kit.optional import missing
 from flashsim.course.kit.results import load_result, recorded_names, result_source
 from flashsim.model.kernel_io import kernel_io
 from flashsim.model.table import Table
@@ -237,7 +238,11 @@ def _sort_key(key):
 def tuned_configs() -> dict:
     """The package's launch configurations (:data:`flashsim.kernels._common.TUNED_H200`, used with TMA on a
     GPU) keyed by the tuning sweep's names: {("fwd" | "dkdv" | "dq", d, causal): (BLOCK_M, BLOCK_N, warps,
-    stages)} (chapter 12)."""
+    stages)} (chapter 12); {} (said why) where torch and triton are not installed."""
+    why = missing("kernels")
+    if why:
+        print(why)
+        return {}
     from flashsim.kernels._common import TUNED_H200     # lazy: flashsim.kernels imports torch and triton
     names = {v: k for k, v in _TUNED_NAMES.items()}
     return {(names[k], d, c): tuple(v) for (k, d, c), v in TUNED_H200.items() if k in names}
