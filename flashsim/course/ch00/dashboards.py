@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from flashsim.course.ch00.figures import DEFAULT_NS, MatrixBytesPlot, format_bytes
 from flashsim.course.kit.dashboard import Dashboard, choice, slider
-from flashsim.course.kit.render import widget_or_figure   # noqa: F401  (re-exported until chapters 07-13 move)
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.hardware import device_names, get_device
 

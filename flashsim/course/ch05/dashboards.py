@@ -18,8 +18,6 @@ import numpy as np
 from flashsim.course.ch05.figures import FLASH_COL_TENSORS, TileStatePlot, TrafficVsBlockPlot
 from flashsim.course.ch05.traffic import BLOCK_CS, BlockSweep
 from flashsim.course.kit.dashboard import Dashboard, choice, int_range, slider
-# the pre-Dashboard helpers live in the kit; re-exported until chapters 07-13 import them from there
-from flashsim.course.kit.render import play_controls, png_image_widget, set_png  # noqa: F401
 from flashsim.model.attention.flash import run_flash
 from flashsim.model.dtypes import round_to
 from flashsim.model.hardware import PRESETS
@@ -28,8 +26,7 @@ from flashsim.model.attention.reference import reference_attention
 from flashsim.model.problem import make_problem
 from flashsim.model.simulator import simulate, traffic
 
-__all__ = ["FlashStepper", "TrafficDashboard", "flash_vs_naive_errors", "loop_order_bytes", "png_image_widget",
-           "play_controls"]
+__all__ = ["FlashStepper", "TrafficDashboard", "flash_vs_naive_errors", "loop_order_bytes"]
 
 
 # --- the loop, stepped -----------------------------------------------------------------------------------------

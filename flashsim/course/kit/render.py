@@ -6,21 +6,15 @@ the changed pixels travel), else an ``ipywidgets.Image`` whose PNG is re-encoded
 :func:`static_view` is the fallback without ipywidgets at all (a GPU machine running the notebooks as plain
 Python): one line, the readout as text, and the static figure.
 
-``png_image_widget``, ``set_png``, ``play_controls`` and ``widget_or_figure`` are the helpers every chapter's
-``show()`` used before :class:`flashsim.course.kit.dashboard.Dashboard`; they stay here, in one place, for
-dashboards not yet built on the base.
-
 ipywidgets, ipympl and matplotlib are imported inside the functions, so this module imports without them.
 """
 from __future__ import annotations
 
-import functools
 import re
 
 from flashsim.course.kit.plotting import figure_to_png
 
-__all__ = ["FigureView", "has_ipywidgets", "has_ipympl", "static_view", "widget_or_figure", "png_image_widget",
-           "set_png", "play_controls", "LIVE_DPI"]
+__all__ = ["FigureView", "has_ipywidgets", "has_ipympl", "static_view", "LIVE_DPI", "DEFAULT_MODE"]
 
 #: dots per inch of a live figure on the page (the PNGs the course showed before were 80 dpi)
 LIVE_DPI = 80
@@ -145,42 +139,3 @@ class FigureView:
     def shown_png(self) -> bytes:
         """The pixels the page shows now (the Agg buffer as last rendered or blitted), as PNG."""
         return self._encode(full=False)
-
-
-# --- helpers for dashboards not (yet) built on the Dashboard base ---------------------------------------------
-def widget_or_figure(show):
-    """Decorator for a hand-written ``show()``: without ipywidgets, :func:`static_view` of the dashboard."""
-
-    @functools.wraps(show)
-    def wrapper(self, *args, **kwargs):
-        if not has_ipywidgets():
-            return static_view(self.readout() if hasattr(self, "readout") else None, self.figure())
-        return show(self, *args, **kwargs)
-
-    return wrapper
-
-
-def png_image_widget(fig, css_class: str | None = None):
-    """An ipywidgets.Image showing a Figure as PNG; :func:`set_png` swaps the picture."""
-    import ipywidgets as W
-    img = W.Image(value=figure_to_png(fig), format="png", layout=W.Layout(max_width="100%"))
-    if css_class:
-        img.add_class(css_class)
-    return img
-
-
-def set_png(img, fig) -> None:
-    """Replace the picture of an ipywidgets.Image with a Figure."""
-    img.value = figure_to_png(fig)
-
-
-def play_controls(n_steps: int, on_step, description: str = "step", interval_ms: int = 400, value: int = 0):
-    """A Play button linked to an IntSlider over steps 0..n_steps-1; ``on_step(i)`` is called on every change.
-    Returns (HBox, play, slider)."""
-    import ipywidgets as W
-    play = W.Play(value=value, min=0, max=max(n_steps - 1, 0), step=1, interval=interval_ms, description="play")
-    slider = W.IntSlider(value=value, min=0, max=max(n_steps - 1, 0), step=1, description=description,
-                         continuous_update=True, layout=W.Layout(width="60%"))
-    W.jslink((play, "value"), (slider, "value"))
-    slider.observe(lambda ch: on_step(int(ch["new"])), names="value")
-    return W.HBox([play, slider]), play, slider
