@@ -4,7 +4,7 @@ full size on a GPU, too).
 Where Jupyter is installed (nbclient + ipykernel), each notebook runs in a fresh kernel exactly as nbmake runs it.
 Where it is not (the lent H200 image has no Jupyter), ``--plain`` executes the notebook's code cells in order in a
 fresh Python namespace: IPython magics (`%matplotlib inline`) are skipped and ``display`` prints; the widgets'
-``show()`` then falls back to static figures (flashsim.course.ch00.dashboards.widget_or_figure). Both ways stop at the first
+``show()`` then falls back to static figures (flashsim.course.kit.dashboard.Dashboard.show). Both ways stop at the first
 error and report it.
 
     FLASHSIM_SIZE=full PYTHONPATH=$PWD python benchmarks/run_notebooks.py --plain --out results.json

@@ -194,6 +194,15 @@ def figure_measured_vs_simulated_h200(path=None):
     return _drawn_by_benchmark("kernels_h200*.json", "ncu_sweep", "gpu_validate", path, by_path=True)
 
 
+def figure_dashboard_latency(path=None):
+    """figures/dashboard_latency.png
+
+    From the newest benchmarks/results/dashboard_latency_*.json (key press to changed pixels in JupyterLab and
+    Chromium), drawn by benchmarks/dashboard_latency.py's ``plot``.
+    """
+    return _drawn_by_benchmark("dashboard_latency_*.json", "chapters", "dashboard_latency", path)
+
+
 def figure_notebook_wall_times():
     """figures/notebook_wall_times.png
 

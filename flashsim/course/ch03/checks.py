@@ -6,10 +6,10 @@ from typing import Callable
 
 import numpy as np
 
+from flashsim.course.ch03.tiling import fa1_blocks, qkt_tile_set, tiled_qkt_bytes
 from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, call_learner, check_cases, error_verdict,
                                          exercise, io_differs, io_rows, verdict)
 from flashsim.errors import SramCapacityError
-from flashsim.model.attention.visibility import n_blocks
 from flashsim.model.dtypes import dtype_bytes, round_to
 from flashsim.model.memory import Memory
 
@@ -42,20 +42,6 @@ TILE_FITS = exercise(
      "qkt_tile_set(...) lists them; the score tile is accumulated in fp32 whatever the storage dtype.",
      "Br·d·b + Bc·d·b + Br·Bc·4 <= sram_bytes"),
     "check_tile_fits")
-
-
-def tiled_qkt_bytes(n: int, d: int, block_r: int, block_c: int, dtype: str = "fp16") -> dict:
-    """HBM bytes of the tiled S = QKᵀ of chapter 03 (Q_i kept in SRAM while every K_j streams past):
-    {"read": {"Q": N·d·b, "K": Tr·N·d·b}, "write": {"S": N²·b}}. Bc does not appear: only the resident block
-    sets how often the streamed operand is re-read."""
-    b = dtype_bytes(dtype)
-    return {"read": {"Q": n * d * b, "K": n_blocks(n, block_r) * n * d * b}, "write": {"S": n * n * b}}
-
-
-def qkt_tile_set(block_r: int, block_c: int, d: int, dtype: str = "fp16") -> dict:
-    """SRAM the tiled QKᵀ of chapter 03 holds at once: Q_i and K_j in the storage dtype, the S_ij accumulator in fp32."""
-    b = dtype_bytes(dtype)
-    return {"Q_i": block_r * d * b, "K_j": block_c * d * b, "S_ij (fp32)": block_r * block_c * 4}
 
 
 _QKT_CASES = [(16, 8, 4, 4, "fp16"), (18, 8, 4, 8, "fp16"), (32, 16, 8, 16, "fp32"), (20, 4, 16, 8, "fp16")]
@@ -114,11 +100,6 @@ def check_tiled_qkt(fn: Callable, quiet: bool = False) -> Verdict:
                    "last case's)", table=rows, quiet=quiet)
 
 
-def _paper_ref(sram_bytes, d, dtype):
-    bc = math.ceil(sram_bytes // dtype_bytes(dtype) / (4 * d))
-    return (min(bc, d), bc)
-
-
 def check_paper_blocks(fn: Callable, quiet: bool = False) -> Verdict:
     """Exercise 03.2 (spec: ``exercises.hint("03.2")``)."""
     cases = [(228 * 1024, 64, "fp16"), (164 * 1024, 128, "fp16"), (100 * 1024, 64, "fp32"), (64 * 1024, 256, "fp16"),
@@ -134,9 +115,9 @@ def check_paper_blocks(fn: Callable, quiet: bool = False) -> Verdict:
     suspects = (Suspect("floor_not_ceil", floor, "your blocks are rounded down where the paper rounds up"),
                 Suspect("bytes_not_elements", in_bytes, "your M is in bytes: the paper's M counts elements of the "
                         "dtype"),
-                Suspect("br_not_capped", lambda s, d, dt: (_paper_ref(s, d, dt)[1],) * 2,
+                Suspect("br_not_capped", lambda s, d, dt: (fa1_blocks(s, d, dt)[1],) * 2,
                         "your Br equals Bc even where Bc exceeds d: the paper caps Br"))
-    return check_cases(PAPER_BLOCKS, fn, cases, _paper_ref,
+    return check_cases(PAPER_BLOCKS, fn, cases, fa1_blocks,
                        header=("SRAM bytes, d, dtype", "expected (Br, Bc)", "your (Br, Bc)"), suspects=suspects,
                        quiet=quiet)
 

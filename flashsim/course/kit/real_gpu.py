@@ -142,7 +142,7 @@ class Comparison:
             fig = ax.figure
         rows = self.rows()
         top = max([r[1] or 0 for r in rows] + [r[2] or 0 for r in rows] + [1])
-        scale, unit = next((s, u) for s, u in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "bytes")) if top >= s)
+        scale, unit = next((s, u) for s, u in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "bytes")) if top >= s)
         xs = list(range(len(rows)))
         w = 0.38
         meas = [(r[1] or 0) / scale for r in rows]
