@@ -304,3 +304,16 @@ def test_measure_here_without_hopper_says_why(capsys):
 def test_chapter_14_is_on_the_course_map():
     entry = [e for e in COURSE_MAP if e[0] == "14"]
     assert len(entry) == 1 and (ROOT / "notebooks" / entry[0][1]).exists()
+
+
+@pytest.mark.parametrize("notebook", ["12_final_exercise.ipynb", "14_hopper_full_speed.ipynb"])
+def test_hopper_text_is_teaching_not_a_lab_log(notebook):
+    """Issue 12: no dates, result file names, "the lent H200", compiler logs or a stale Triton version in the text;
+    SDPA's backends named wherever SDPA's speed is."""
+    nb = json.loads((ROOT / "notebooks" / notebook).read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"])
+    for bad in ("2026-", "_h200_", ".json", "lent H200", "PassManager", "Hardware limit", "Triton 3."):
+        assert bad not in text, f"{notebook}: {bad!r} in the text"
+    assert all(c.get("outputs", []) == [] for c in nb["cells"])
+    if "Speed against SDPA" in text:
+        assert "FlashAttention-2" in text and "SDPBackend" in text

@@ -40,7 +40,11 @@ from flashsim.model.table import Table
 __all__ = ["GluonSpeedDashboard", "GLUON_KERNELS", "GLUON_KERNEL_LABELS", "load_gluon", "gluon_rows",
            "gluon_speed_table", "gluon_summary", "gluon_summary_table", "pingpong_ablation",
            "pingpong_ablation_table", "feature_table", "warp_roles_table", "ring_protocol_table",
-           "persistent_tile_order", "warp_schedule", "gluon_io", "gluon_io_table", "measure_here"]
+           "persistent_tile_order", "warp_schedule", "gluon_io", "gluon_io_table", "measure_here",
+           # part 1 (moved here from chapter 12)
+           "TUNING_KERNELS", "TUNING_KERNEL_LABELS", "config_label", "load_tuning", "tuned_configs", "tuning_summary",
+           "tuning_table", "wide_sweep_summary", "pipelining_table", "warp_specialization_table", "pingpong_summary",
+           "pingpong_table", "speed_headline", "speed_headline_table"]
 
 
 def _recorded_label(source: str) -> str:

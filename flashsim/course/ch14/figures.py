@@ -9,7 +9,8 @@ from __future__ import annotations
 from flashsim.course.ch14.schedule import SCHEDULES, persistent_tile_order, warp_schedule
 from flashsim.course.kit.plotting import LivePlot, new_figure
 
-__all__ = ["plot_gluon_speed", "plot_warp_roles", "plot_tile_order"]
+__all__ = ["plot_gluon_speed", "plot_warp_roles", "plot_tile_order", "plot_tuning_pointer_vs_tma",
+           "plot_tuning_configs"]
 
 _KIND_COLORS = {"load": "#9467bd", "qk": "#1f77b4", "pv": "#2ca02c", "softmax": "#ff7f0e"}
 _SERIES_STYLE = {"SDPA cuDNN": ("#7f7f7f", "-", "s"), "SDPA FlashAttention-2": ("#bcbd22", "-", "v"),
