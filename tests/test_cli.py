@@ -66,7 +66,7 @@ def test_simulate_check_fails_when_error_exceeds_tolerance(capsys, monkeypatch):
     (["traffic", "--n", "0", "--d", "64"], "n=0"),
     (["traffic", "--n", "64", "--d", "-1"], "d=-1"),
     (["traffic", "--n", "64", "--d", "64", "--block-r", "0"], "block_r=0"),
-    (["traffic", "--n", "64", "--d", "64", "--block-c", "100000", "--algo", "flash1"], "SRAM"),
+    (["traffic", "--n", "200000", "--d", "64", "--block-c", "100000", "--algo", "flash1"], "SRAM"),
     (["traffic", "--n", "64", "--d", "64", "--device", "v100"], "unknown device"),
     (["traffic", "--n", "64", "--d", "64", "--dtype", "int8"], "unknown dtype"),
     (["traffic", "--n", "64", "--d", "64", "--algo", "flash9"], "unknown algo"),

@@ -24,11 +24,14 @@ _ALIASES = {
 
 
 def canonical_dtype(dtype) -> str:
-    """Return "fp32", "fp16" or "bf16" for a dtype name, numpy dtype or torch dtype; raise a clear error otherwise."""
+    """Return "fp32", "fp16" or "bf16" for a dtype name, a numpy dtype or scalar type (np.float16), or a torch
+    dtype; raise a clear error otherwise."""
+    if isinstance(dtype, np.dtype) or isinstance(dtype, type) and issubclass(dtype, np.generic):
+        dtype = np.dtype(dtype).name  # np.float16, np.dtype("float16") -> "float16"
     name = str(dtype).replace("torch.", "").lower()
     name = _ALIASES.get(name, name)
     if name not in DTYPE_BYTES:
-        raise FlashsimError(f"unknown dtype {dtype!r}: use one of {sorted(DTYPE_BYTES)}")
+        raise FlashsimError(f"unknown dtype {name!r}: use one of {sorted(DTYPE_BYTES)}")
     return name
 
 

@@ -87,9 +87,10 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
     """
     if l2_bytes <= 0 or concurrency < 1:
         raise ValueError("l2_bytes must be > 0 and concurrency >= 1")
-    programs = list(programs)
+    programs = list(programs)  # programs may be generators: they are consumed once, in launch order
     cost: dict = {}
     if shared_cost != 1.0:
+        programs = [list(prog) for prog in programs]  # read twice: who owns each tile, then the replay
         owner: dict = {}
         for pi, prog in enumerate(programs):
             for acc in prog:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from flashsim.model.dtypes import canonical_dtype, dtype_bytes
 from flashsim.errors import FlashsimError
 from flashsim.model.hardware import Hardware, get_device
@@ -50,17 +52,36 @@ class Problem:
         return out
 
 
+#: an example of a valid value, named in the error of each integer argument
+_EXAMPLES = {"block_r": "block_r=64 (or None: from SRAM)", "block_c": "block_c=64 (or None: from SRAM)",
+             "sram_bytes": "sram_bytes=None (the device's own) or sram_bytes=65536"}
+
+
 def _positive_int(name: str, value) -> int:
+    example = _EXAMPLES.get(name, f"{name}=64")
     if isinstance(value, bool) or not isinstance(value, (int,)) and not (
             hasattr(value, "__index__") and not isinstance(value, float)):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise FlashsimError(f"{name}={value!r} must be a positive integer")
+            raise FlashsimError(f"{name}={value!r} must be a positive integer, e.g. {example}")
     value = int(value)
     if value <= 0:
-        raise FlashsimError(f"{name}={value} must be a positive integer (got {value}); e.g. {name}=64")
+        raise FlashsimError(f"{name}={value} must be a positive integer, e.g. {example}")
     return value
+
+
+def strict_bool(name: str, value) -> bool:
+    """True/False from a bool, a numpy bool or the integers 0 and 1; anything else (the string "False" included,
+    which bool() reads as True) raises FlashsimError. The one rule for every flag of the model's API."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    hint = ""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        hint = f" (a string: write {name}={value.strip().lower() == 'true'})"
+    raise FlashsimError(f"{name}={value!r} must be True or False{hint}")
 
 
 def make_problem(algo: str, n: int, d: int, block_r=None, block_c=None, heads: int = 1, dtype="fp16",
@@ -83,8 +104,13 @@ def make_problem(algo: str, n: int, d: int, block_r=None, block_c=None, heads: i
         block_c = _positive_int("block_c", block_c)
     if sram_bytes is not None:
         sram_bytes = _positive_int("sram_bytes", sram_bytes)
-    if not 0.0 <= float(dropout_p) < 1.0:
-        raise FlashsimError(f"dropout_p={dropout_p} must be in [0, 1)")
+    causal, backward = strict_bool("causal", causal), strict_bool("backward", backward)
+    try:
+        dropout_p = float(dropout_p)
+    except (TypeError, ValueError):
+        raise FlashsimError(f"dropout_p={dropout_p!r} must be a number in [0, 1), e.g. dropout_p=0.1") from None
+    if not 0.0 <= dropout_p < 1.0:
+        raise FlashsimError(f"dropout_p={dropout_p} must be in [0, 1), e.g. dropout_p=0.1")
     hardware = get_device(device, sram_bytes=sram_bytes)
     return Problem(algo, n, d, block_r, block_c, heads, canonical_dtype(dtype),
-                   canonical_dtype(stats_dtype or "fp32"), bool(causal), bool(backward), float(dropout_p), hardware)
+                   canonical_dtype(stats_dtype or "fp32"), causal, backward, dropout_p, hardware)

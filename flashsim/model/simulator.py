@@ -27,6 +27,9 @@ the plain implementation (``ok``, see :func:`tolerance`). Both yardsticks are
 from __future__ import annotations
 
 import json
+import math
+import time
+import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -36,12 +39,19 @@ from flashsim.model.attention.flash import count_flash, resolve_blocks, run_flas
 from flashsim.model.attention.l2_traces import dram_bytes
 from flashsim.model.attention.reference import DEFAULT_CHUNK_BYTES, plain_attention, reference_forward_backward
 from flashsim.model.attention.standard import count_standard, resolve_eager_ops, run_standard, standard_host_bytes
-from flashsim.model.dtypes import round_to
+from flashsim.model.attention.visibility import n_blocks, tile_sums
+from flashsim.model.dtypes import UNIT_ROUNDOFF, round_to
 from flashsim.model.memory import DEFAULT_HOST_BUDGET_BYTES, Counters, Memory, check_host_budget
 from flashsim.model.problem import Problem, make_problem
 from flashsim.model.roofline import roofline
 
-__all__ = ["Traffic", "Simulation", "traffic", "simulate", "tolerance"]
+__all__ = ["Traffic", "Simulation", "FlashsimWarning", "traffic", "simulate", "tolerance", "estimate_step_seconds",
+           "strict_json"]
+
+
+class FlashsimWarning(UserWarning):
+    """Input simulate accepts but whose verdict cannot be ok: NaN/inf inputs, or finite inputs that overflow the
+    storage dtype (fp16 saturates past 65504)."""
 
 #: relative error simulate(..., dtype="fp32") must stay under
 FP32_REL_TOLERANCE = 1e-6
@@ -95,8 +105,8 @@ class Traffic:
     dram_bytes: int | None = None
 
     def as_dict(self) -> dict:
-        """JSON-ready dict (the ``flashsim traffic --json`` object)."""
-        return json.loads(json.dumps(asdict(self)))
+        """JSON-ready dict (the ``flashsim traffic --json`` object): strict JSON, see :func:`strict_json`."""
+        return strict_json(asdict(self))
 
 
 @dataclass
@@ -136,7 +146,35 @@ class Simulation:
                   "seed", "errors_by_output", "note"):
             out[f] = getattr(self, f)
         out["n_events"] = len(self.memory.events)
-        return json.loads(json.dumps(out))
+        return strict_json(out)
+
+
+def strict_json(obj: dict) -> dict:
+    """A copy of `obj` that strict JSON parsers accept: every NaN or ±inf float becomes None (null) and its
+    dotted path is listed under ``"non_finite_fields"`` (the key is present only when there is one), so
+    ``json.dumps(d, allow_nan=False)`` never fails and a reader still sees which numbers were not finite."""
+    bad: list[str] = []
+
+    def clean(x, path):
+        if isinstance(x, dict):
+            return {k: clean(v, f"{path}.{k}" if path else str(k)) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v, f"{path}[{i}]") for i, v in enumerate(x)]
+        if isinstance(x, (float, np.floating)):
+            if not math.isfinite(x):
+                bad.append(path)
+                return None
+            return float(x)
+        if isinstance(x, np.integer):
+            return int(x)
+        if isinstance(x, np.bool_):
+            return bool(x)
+        return x
+
+    out = json.loads(json.dumps(clean(obj, "")))
+    if bad:
+        out["non_finite_fields"] = bad
+    return out
 
 
 # --- count mode ----------------------------------------------------------------------------------------------
@@ -222,14 +260,41 @@ def traffic(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", causa
 # --- step mode -----------------------------------------------------------------------------------------------
 
 def tolerance(dtype: str, plain_rel_error: float) -> float:
-    """The relative error simulate --check accepts for one output: twice the plain same-dtype implementation's,
-    and never less than 1e-6.
+    """The base of the relative error simulate --check accepts for one output: twice the plain same-dtype
+    implementation's, and never less than 1e-6. :func:`simulate` adds what its algorithm rounds that the plain
+    implementation does not (see :func:`extra_tolerance`).
 
-    In fp32 the plain error is ~1e-7, so this is the 1e-6 the course promises; only an ill-conditioned output
-    (a gradient that is a small difference of large terms, e.g. N = 2, d = 1) gets the plain fp32 error's slack.
-    In fp16/bf16 it is "at most twice the error of a plain fp16 implementation of the same formula".
+    In fp16/bf16 this is "at most twice the error of a plain implementation of the same formula"; in fp32 the
+    plain error is ~1e-7, so 1e-6 is the floor, and an ill-conditioned output (a gradient that is a small
+    difference of large terms, e.g. N = 2) gets twice the plain fp32 error (seen up to ~3e-6).
     """
     return max(2.0 * plain_rel_error, FP32_REL_TOLERANCE)
+
+
+#: the eager model rounds every op's output (scale, mask, softmax, dropout are separate kernels): up to about
+#: twice the roundings of the plain implementation (S, P, O), so its yardstick is scaled by this
+EAGER_ROUNDINGS_FACTOR = 2.0
+
+
+def extra_tolerance(problem: Problem, output: str, lse_max_abs: float) -> float:
+    """Relative error the statistics' storage adds to `output` ("out", "dq", "dk", "dv"), a first-order bound.
+
+    flash2 backward recomputes P = exp(S − L) from the logsumexp L stored in ``stats_dtype``: a relative rounding
+    u of L shifts every P by up to u·|L|, so the gradients get 2·u·(max|L| + 1). flash1 stores l (and m) in
+    ``stats_dtype`` after every K/V block and rescales O with the rounded l on the next: up to u per block, Tc·u
+    on O, and its backward recomputes P from m and l: 2·u·(max|L| + 1) more. Zero for naive and eager (no
+    statistics in HBM) and for flash2's O (its m, l stay on chip in fp32).
+    """
+    if problem.algo not in ("flash1", "flash2"):
+        return 0.0
+    u = UNIT_ROUNDOFF[problem.stats_dtype]
+    extra = 0.0
+    if problem.algo == "flash1":
+        br, bc = resolve_blocks(problem)
+        extra += u * n_blocks(problem.n, bc)
+    if output != "out":
+        extra += 2.0 * u * (lse_max_abs + 1.0)
+    return extra
 
 
 def _rel(x: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
@@ -243,43 +308,156 @@ def _rel(x: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
     return err, err / scale if scale > 0 else err
 
 
+#: step mode refuses work it estimates above this many seconds (count mode gives the bytes in microseconds)
+MAX_STEP_SECONDS = 120.0
+#: estimated seconds past which step mode shows a progress bar (progress=None)
+PROGRESS_AFTER_SECONDS = 2.0
+#: the estimate: seconds per FLOP of step mode and its two references, and per tile (Python overhead); measured
+#: on this repository's 2-core CI machine (flash2 N=2048 d=64: ~1.6 s; the issue's N=20000: 54 s on a faster one)
+_SECONDS_PER_FLOP, _SECONDS_PER_TILE = 1.0e-9, 3.0e-5
+
+
+def _estimate(problem: Problem, res) -> float:
+    """Seconds step mode will take, from count mode's FLOPs and tile count (`res` = its count result)."""
+    tiles = tile_sums(problem.n, res.block_r, res.block_c, False)[0] // max(1, min(res.block_r, problem.n))
+    passes = 2 if problem.backward else 1
+    return _SECONDS_PER_FLOP * res.counters.flops + _SECONDS_PER_TILE * tiles * passes * problem.heads
+
+
+def estimate_step_seconds(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", causal=False,
+                          backward=False, device="h200", sram_bytes=None, *, stats_dtype=None, dropout_p=0.0,
+                          eager_ops=None) -> float:
+    """About how many seconds :func:`simulate` will take with these arguments (it refuses past
+    ``max_step_seconds``, 120 s by default, and shows a progress bar past 2 s)."""
+    problem = _problem(algo, n, d, block_r, block_c, heads, dtype, causal, backward, device, sram_bytes,
+                       stats_dtype, dropout_p)
+    return _estimate(problem, _count(problem, eager_ops))
+
+
+def _check_seed(seed) -> int:
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise FlashsimError(f"seed={seed!r} must be an integer ≥ 0 (numpy's generators take no other), e.g. seed=0")
+    return int(seed)
+
+
+def _check_inputs(inputs, problem: Problem) -> tuple[list, list[str]]:
+    """The given (q, k, v[, do]) as float32 (heads, N, d) arrays, never reshaped, and the warnings they deserve."""
+    names = ("q", "k", "v", "do")
+    shape = (problem.heads, problem.n, problem.d)
+    if not isinstance(inputs, (list, tuple)) or len(inputs) not in (3, 4):
+        got = f"{len(inputs)} arrays" if isinstance(inputs, (list, tuple)) else type(inputs).__name__
+        raise FlashsimError(f"inputs must be (q, k, v) or (q, k, v, do), each of shape (heads, N, d) = {shape}: "
+                            f"got {got}")
+    arrays, problems = [], []
+    for name, a in zip(names, inputs):
+        x = np.asarray(a)
+        if np.iscomplexobj(x):
+            raise FlashsimError(f"input {name} is complex ({x.dtype}): attention here is real; pass its real part "
+                                f"(np.real({name})) if that is what you mean")
+        if x.dtype.kind not in "fiub":
+            raise FlashsimError(f"input {name} has dtype {x.dtype}: pass a float array of shape {shape}")
+        if x.shape == shape[1:] and problem.heads == 1:
+            x = x[None]
+        if x.shape != shape:
+            raise FlashsimError(f"input {name} has shape {x.shape}: expected (heads, N, d) = {shape}"
+                                + (f" (or (N, d) = {shape[1:]} for one head)" if problem.heads == 1 else "")
+                                + "; it is not reshaped, transpose or reshape it yourself if that is what you mean")
+        with np.errstate(over="ignore", invalid="ignore"):
+            x32 = x.astype(np.float32)
+        finite = np.isfinite(x32)
+        if not finite.all():
+            kinds = ("NaN" if np.isnan(x32).any() else "") + ("/" if np.isnan(x32).any() and np.isinf(x32).any()
+                                                                 else "") + ("inf" if np.isinf(x32).any() else "")
+            problems.append(f"input {name} contains {kinds} ({int((~finite).sum())} values)")
+        elif not np.isfinite(round_to(x32, problem.dtype)).all():
+            big = float(np.abs(x32).max())
+            problems.append(f"input {name} (max |x| {big:.3g}) overflows {problem.dtype} storage (largest finite "
+                            f"{float(np.finfo(np.float16).max) if problem.dtype == 'fp16' else 3.39e38:.6g}): "
+                            "scale it down or use dtype='fp32'")
+        arrays.append(x32)
+    return arrays, problems
+
+
+def _progress(total_flops: int, est_s: float):
+    """A tqdm bar over FLOPs done and the on_event callback that advances it; (None, None) without tqdm."""
+    try:
+        from tqdm.auto import tqdm  # optional, heavy: imported only when a bar is shown
+    except ImportError:
+        return None, None
+    bar = tqdm(total=total_flops, unit="FLOP", unit_scale=True, leave=False,
+               desc=f"flashsim step mode (~{est_s:.0f} s; count mode: flashsim.traffic)")
+
+    def on_event(ev):
+        if ev.flops:
+            bar.update(ev.flops)
+    return bar, on_event
+
+
 def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", causal=False, backward=False,
              device="h200", sram_bytes=None, *, stats_dtype=None, dropout_p=0.0, l2=False, eager_ops=None,
              seed=0, inputs=None, record_events=True, memory: Memory | None = None,
-             host_budget_bytes: int = DEFAULT_HOST_BUDGET_BYTES) -> Simulation:
+             host_budget_bytes: int = DEFAULT_HOST_BUDGET_BYTES, progress: bool | None = None,
+             max_step_seconds: float | None = MAX_STEP_SECONDS) -> Simulation:
     """Step mode on random inputs: the numbers, the counters, and the error against a float64 reference.
 
-    inputs: optional (q, k, v) or (q, k, v, do) arrays (heads, N, d) instead of the seeded normal ones (e.g.
-    extreme scores). memory: head 0's Memory (an on_event callback for a live view). Sizes whose host memory
-    would exceed `host_budget_bytes` raise MemoryBudgetError (use :func:`traffic` there: it needs no numbers).
+    inputs: optional (q, k, v) or (q, k, v, do) arrays of shape (heads, N, d) ((N, d) for one head) instead of
+    the seeded normal ones (e.g. extreme scores); any other shape, a complex array or another count is a
+    FlashsimError (never reshaped). NaN/inf inputs, or finite ones that overflow the storage dtype, warn
+    (FlashsimWarning) and the verdict is not ok. memory: head 0's Memory (an on_event callback for a live view).
+    Sizes whose host memory would exceed `host_budget_bytes` raise MemoryBudgetError, and work estimated
+    (:func:`estimate_step_seconds`) above `max_step_seconds` (None: no limit) a FlashsimError, both before
+    anything runs: use :func:`traffic` there, it needs no numbers. progress: a tqdm bar on stderr (None: only
+    when the estimate exceeds 2 s).
+
+    ok: every output finite wherever the float64 reference is, the reference finite (NaN/inf inputs have
+    nothing to compare), and each output's error finite and within its tolerance: :func:`tolerance` of the
+    plain same-dtype implementation's error (scaled by EAGER_ROUNDINGS_FACTOR for eager; FlashAttention's own
+    D = rowsum(dO∘O) for flash) plus :func:`extra_tolerance` (the statistics' storage).
 
     Exact in real arithmetic, not bitwise: see the module docstring.
     """
     problem = _problem(algo, n, d, block_r, block_c, heads, dtype, causal, backward, device, sram_bytes,
                        stats_dtype, dropout_p)
     name = _eager_name(problem, eager_ops)
+    seed = _check_seed(seed)
     _check_step_budget(problem, eager_ops, record_events, host_budget_bytes)
+    est = _estimate(problem, _count(problem, eager_ops))
+    if max_step_seconds is not None and est > max_step_seconds:
+        raise FlashsimError(
+            f"step mode at N={problem.n}, d={problem.d}, heads={problem.heads} would take about {est:.0f} s (over "
+            f"max_step_seconds={max_step_seconds:g}): use count mode, flashsim.traffic(...) / `flashsim traffic`, "
+            "for the bytes and FLOPs (exact, no numbers, microseconds), a smaller n, or max_step_seconds=None to "
+            "run it anyway")
     rng = np.random.default_rng(seed)
     shape = (problem.heads, problem.n, problem.d)
+    input_problems = []
     if inputs is None:
         arrays = [rng.standard_normal(shape, dtype=np.float32) for _ in range(4 if problem.backward else 3)]
     else:
-        arrays = [np.asarray(a, np.float32).reshape(shape) if np.size(a) == np.prod(shape) else _bad_shape(a, shape)
-                  for a in inputs]
+        arrays, input_problems = _check_inputs(inputs, problem)
         if problem.backward and len(arrays) < 4:
             arrays.append(rng.standard_normal(shape, dtype=np.float32))
+    for msg in input_problems:
+        warnings.warn(f"simulate: {msg}; the verdict will not be ok", FlashsimWarning, stacklevel=2)
     q, k, v = arrays[:3]
     do = arrays[3] if problem.backward else None
     keep, note = None, ""
-    if problem.algo in ("naive", "eager"):
-        if problem.dropout_p:
-            keep = rng.random((problem.heads, problem.n, problem.n)) >= problem.dropout_p
-        run = run_standard(problem, q, k, v, do, eager_ops=eager_ops, keep=keep, memory=memory,
-                           record_events=record_events, host_budget_bytes=host_budget_bytes)
-    else:
-        if problem.dropout_p:
-            note = "flash step mode runs without dropout (regenerated on chip, no HBM bytes): compared without it"
-        run = run_flash(problem, q, k, v, do, memory=memory, record_events=record_events)
+    bar, on_event = (None, None)
+    if progress or (progress is None and est > PROGRESS_AFTER_SECONDS):
+        bar, on_event = _progress(int(_count(problem, eager_ops).counters.flops), est)
+    try:
+        if problem.algo in ("naive", "eager"):
+            if problem.dropout_p:
+                keep = rng.random((problem.heads, problem.n, problem.n)) >= problem.dropout_p
+            run = run_standard(problem, q, k, v, do, eager_ops=eager_ops, keep=keep, memory=memory,
+                               record_events=record_events, host_budget_bytes=host_budget_bytes, on_event=on_event)
+        else:
+            if problem.dropout_p:
+                note = "flash step mode runs without dropout (regenerated on chip, no HBM bytes): compared without it"
+            run = run_flash(problem, q, k, v, do, memory=memory, record_events=record_events, on_event=on_event)
+    finally:
+        if bar is not None:
+            bar.close()
     l2_result = None
     if l2:
         l2_result = dram_bytes(problem, run)
@@ -287,9 +465,9 @@ def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", caus
 
     # errors against float64, next to a plain implementation in the same dtype (both on the rounded inputs)
     names = ["out"] + (["dq", "dk", "dv"] if problem.backward else [])
-    worst = {"abs": 0.0, "rel": 0.0, "pabs": 0.0, "prel": 0.0}
-    by_output = {}
     per_name = {nm: [0.0, 0.0, 0.0, 0.0] for nm in names}
+    finite = {"sim": True, "ref": True}
+    delta = "softmax" if problem.algo in ("naive", "eager") else "output"
     for h in range(problem.heads):
         qh, kh, vh = (round_to(x[h], problem.dtype) for x in (q, k, v))
         doh = round_to(do[h], problem.dtype) if do is not None else None
@@ -297,28 +475,43 @@ def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", caus
         ref_o, ref_g = reference_forward_backward(qh, kh, vh, doh, problem.causal, keep=kp,
                                                   dropout_p=problem.dropout_p)
         pl_o, pl_g = plain_attention(qh, kh, vh, doh, problem.causal, keep=kp, dropout_p=problem.dropout_p,
-                                     dtype=problem.dtype)
+                                     dtype=problem.dtype, delta=delta)
         sims = [run.out[h]] + ([g[h] for g in run.grads] if problem.backward else [])
         refs = [ref_o] + (list(ref_g) if problem.backward else [])
         plains = [pl_o] + (list(pl_g) if problem.backward else [])
         for nm, s, r, p in zip(names, sims, refs, plains):
+            finite["ref"] &= bool(np.isfinite(r).all())
+            finite["sim"] &= bool(np.isfinite(s).all())
             a, rel = _rel(s, r)
             pa, prel = _rel(p, r)
             acc = per_name[nm]
             acc[0], acc[1], acc[2], acc[3] = max(acc[0], a), max(acc[1], rel), max(acc[2], pa), max(acc[3], prel)
+    lse = getattr(run, "lse", None)
+    lse_max = float(np.abs(lse[np.isfinite(lse)]).max()) if lse is not None and np.isfinite(lse).any() else 0.0
+    factor = EAGER_ROUNDINGS_FACTOR if problem.algo == "eager" else 1.0
+    by_output = {}
     for nm, (a, rel, pa, prel) in per_name.items():
-        by_output[nm] = {"max_abs_error": a, "rel_error": rel, "plain_max_abs_error": pa, "plain_rel_error": prel}
-        worst = {"abs": max(worst["abs"], a), "rel": max(worst["rel"], rel), "pabs": max(worst["pabs"], pa),
-                 "prel": max(worst["prel"], prel)}
-    # the check is per output: each output's error against its own plain error
-    tol = tolerance(problem.dtype, worst["prel"])
-    ok = all(v["rel_error"] <= tolerance(problem.dtype, v["plain_rel_error"]) for v in by_output.values())
-    return Simulation(tr, run.counters, run.out, run.grads, getattr(run, "lse", None), run.memory, worst["abs"],
-                      worst["rel"], worst["pabs"], worst["prel"], tol, bool(ok), int(seed), by_output, note)
-
-
-def _bad_shape(a, shape):
-    raise FlashsimError(f"an input has shape {np.shape(a)}: expected (heads, N, d) = {shape}")
+        tol = tolerance(problem.dtype, factor * prel) + extra_tolerance(problem, nm, lse_max)
+        by_output[nm] = {"max_abs_error": a, "rel_error": rel, "plain_max_abs_error": pa, "plain_rel_error": prel,
+                         "tolerance": tol, "ok": bool(math.isfinite(rel) and rel <= tol)}
+    # the check is per output: each output's error against its own tolerance; the one reported is the output's
+    # whose error is closest to (or furthest past) its tolerance
+    worst = max(by_output.values(), key=lambda e: e["rel_error"] / e["tolerance"] if e["tolerance"] > 0
+                else math.inf)
+    ok = all(e["ok"] for e in by_output.values()) and finite["sim"] and finite["ref"] and not input_problems
+    notes = [note] if note else []
+    if input_problems:
+        notes.append("not ok: " + "; ".join(input_problems))
+    elif not finite["ref"]:
+        notes.append("not ok: the float64 reference is not finite (nothing to compare)")
+    elif not finite["sim"]:
+        notes.append("not ok: the output has NaN/inf where the float64 reference is finite")
+    return Simulation(tr, run.counters, run.out, run.grads, lse, run.memory,
+                      max(e["max_abs_error"] for e in by_output.values()),
+                      max(e["rel_error"] for e in by_output.values()),
+                      max(e["plain_max_abs_error"] for e in by_output.values()),
+                      max(e["plain_rel_error"] for e in by_output.values()), worst["tolerance"], bool(ok), seed,
+                      by_output, "; ".join(notes))
 
 
 def _check_step_budget(problem: Problem, eager_ops, record_events: bool, budget: int) -> None:
@@ -333,5 +526,6 @@ def _check_step_budget(problem: Problem, eager_ops, record_events: bool, budget:
     inputs = h * n * d * 4 * (4 if problem.backward else 3)
     reference = 2 * 6 * DEFAULT_CHUNK_BYTES + 8 * n * d * 8  # two chunked references: a few (chunk, N) float64 blocks
     check_host_budget(algo_bytes + inputs + reference, budget,
-                      fix=f"use a smaller n (n={n}), fewer heads (heads={h}), record_events=False, or count mode "
-                          "(flashsim.traffic / `flashsim traffic`), which needs no numbers")
+                      fix=f"use a smaller n (n={n}), fewer heads (heads={h}), "
+                          + ("record_events=False, " if record_events else "")
+                          + "or count mode (flashsim.traffic / `flashsim traffic`), which needs no numbers")

@@ -236,7 +236,8 @@ def test_default_blocks_follow_fa1_rule():
     assert resolve_blocks(make_problem("flash1", 4096, 64, sram_bytes=1 << 20)) == (64, 1024)
     # H200, fp16, d = 128: ⌈116736/512⌉ = 228 → 128, Br = 128; the forward set (225 KiB) fits in 228 KiB
     assert resolve_blocks(make_problem("flash2", 4096, 128)) == (128, 128)
-    assert resolve_blocks(make_problem("flash2", 50, 64)) == (50, 50)  # clipped to N
+    assert resolve_blocks(make_problem("flash2", 50, 64)) == (64, 64)  # clipped to the padded size (64): one
+    # ragged block of 50 rows (issue 13 item 9: clipping to N itself made traffic drop as N grew)
     for algo, d, bw in itertools.product(["flash1", "flash2"], [16, 64, 128, 256], [False, True]):
         p = make_problem(algo, 8192, d, backward=bw)
         br, bc = resolve_blocks(p)

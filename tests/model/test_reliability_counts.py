@@ -33,7 +33,6 @@ def _exact_flash_sums(n, br, bc, causal):
     return rows, cols, elems
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 2: not fixed yet")
 def test_issue_reproducer_flops_positive_and_exact():
     n, d = 3_100_000_000, 64
     t = flashsim.traffic("flash2", n, d, block_r=128, block_c=128)
@@ -44,7 +43,6 @@ def test_issue_reproducer_flops_positive_and_exact():
     assert t.hbm_read_bytes == (n * d + 2 * tr * n * d) * 2  # Q once, K and V once per row block
 
 
-@pytest.mark.xfail(strict=True, run=False, reason="issue 13 item 2: not fixed yet")
 @given(algo=st.sampled_from(["flash1", "flash2"]), n=st.integers(10**9, 10**12), d=st.sampled_from([16, 64, 128]),
        blocks=st.sampled_from([(64, 64), (128, 64), (64, 128), (128, 128), (96, 80)]), causal=st.booleans(),
        backward=st.booleans(), heads=st.integers(1, 1024))
@@ -73,7 +71,6 @@ def test_exact_sums_match_brute_force(algo, n, br, bc, causal):
     assert t.flops == 4 * d * elems
 
 
-@pytest.mark.xfail(strict=True, run=False, reason="issue 13 item 2: not fixed yet")
 @given(n=st.integers(10**9, 10**11), d=st.sampled_from([64, 128]), causal=st.booleans(), backward=st.booleans())
 def test_naive_and_eager_exact_at_huge_n(n, d, causal, backward):
     for algo in ("naive", "eager"):
@@ -82,7 +79,6 @@ def test_naive_and_eager_exact_at_huge_n(n, d, causal, backward):
         assert t.arithmetic_intensity == pytest.approx(t.flops / t.hbm_bytes)
 
 
-@pytest.mark.xfail(strict=True, run=False, reason="issue 13 item 2: not fixed yet")
 def test_huge_n_count_mode_is_fast_and_small():
     import time
     t0 = time.perf_counter()
@@ -104,14 +100,12 @@ def _drops(algo, d, n_max=700, **kw):
     return drops
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 9: not fixed yet")
 def test_n127_moves_no_more_than_n128():
     a = flashsim.traffic("flash1", 127, 128)
     b = flashsim.traffic("flash1", 128, 128)
     assert a.hbm_bytes <= b.hbm_bytes, (a.block_r, a.block_c, b.block_r, b.block_c)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 9: not fixed yet")
 def test_default_blocks_make_traffic_monotone_in_n():
     """176 drops below N=700 over these devices, algorithms and head dims before (flash1 on every device, flash2
     on the T4)."""
@@ -120,7 +114,6 @@ def test_default_blocks_make_traffic_monotone_in_n():
     assert all(v == [] for v in drops.values()), {k: v[:5] for k, v in drops.items() if v}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 9: not fixed yet")
 def test_default_blocks_are_powers_of_two():
     for n in (1, 3, 69, 127, 128, 129, 700, 5000):
         for algo in ("flash1", "flash2"):
@@ -131,14 +124,12 @@ def test_default_blocks_are_powers_of_two():
 
 # --- item 10: the SRAM check uses the rows loaded ------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 10: not fixed yet")
 def test_block_larger_than_n_checked_on_the_rows_loaded():
     big = flashsim.traffic("flash2", 69, 16, block_r=128, block_c=128, device="t4")
     small = flashsim.traffic("flash2", 69, 16, block_r=100, block_c=100, device="t4")
     assert big.hbm_bytes == small.hbm_bytes and big.sram_peak_bytes == small.sram_peak_bytes
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 10: not fixed yet")
 @given(algo=st.sampled_from(["flash1", "flash2"]), n=st.integers(1, 300), extra_r=st.integers(0, 500),
        extra_c=st.integers(0, 500), d=st.sampled_from([16, 64, 128]), backward=st.booleans(),
        device=st.sampled_from(["t4", "a100", "h200"]))

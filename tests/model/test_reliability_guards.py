@@ -12,12 +12,9 @@ import pytest
 
 import flashsim
 from flashsim.errors import FlashsimError
-from flashsim.model import simulator
-
-estimate_step_seconds = getattr(simulator, "estimate_step_seconds", None)
+from flashsim.model.simulator import estimate_step_seconds
 
 
-@pytest.mark.xfail(strict=True, run=False, reason="issue 13 item 8: not fixed yet")
 def test_step_mode_refuses_minutes_of_work_at_once():
     t0 = time.perf_counter()
     with pytest.raises(FlashsimError, match="traffic"):
@@ -25,7 +22,6 @@ def test_step_mode_refuses_minutes_of_work_at_once():
     assert time.perf_counter() - t0 < 2.0
 
 
-@pytest.mark.xfail(strict=True, run=False, reason="issue 13 item 8: not fixed yet")
 def test_step_mode_n20000_refused_or_under_a_minute():
     """The issue's N=20000 took 54 s silently: now the estimate says so before starting (refused here)."""
     est = estimate_step_seconds("flash2", 20000, 64)
@@ -34,7 +30,6 @@ def test_step_mode_n20000_refused_or_under_a_minute():
         flashsim.simulate("flash2", 20000, 64, record_events=False, max_step_seconds=10)
 
 
-@pytest.mark.xfail(strict=True, run=False, reason="issue 13 item 8: not fixed yet")
 def test_estimate_grows_with_the_work():
     small = estimate_step_seconds("flash2", 256, 64)
     big = estimate_step_seconds("flash2", 4096, 64)
@@ -43,7 +38,6 @@ def test_estimate_grows_with_the_work():
     assert estimate_step_seconds("naive", 1024, 64, heads=8) > estimate_step_seconds("naive", 1024, 64)
 
 
-@pytest.mark.xfail(strict=True, run=False, reason="issue 13 item 8: not fixed yet")
 def test_progress_bar_shown_on_request(capsys):
     flashsim.simulate("flash2", 128, 16, record_events=False, progress=True)
     err = capsys.readouterr().err
@@ -55,7 +49,6 @@ def test_no_progress_bar_for_quick_work(capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.xfail(strict=True, run=False, reason="issue 13 item 8: not fixed yet")
 def test_l2_model_refuses_huge_traces_at_once():
     t0 = time.perf_counter()
     with pytest.raises(FlashsimError, match="l2"):
@@ -65,7 +58,6 @@ def test_l2_model_refuses_huge_traces_at_once():
     assert time.perf_counter() - t0 < 2.0
 
 
-@pytest.mark.xfail(strict=True, run=False, reason="issue 13 item 8: not fixed yet")
 def test_l2_model_memory_bounded_by_its_working_set():
     """Doubling N (4× the tiles) must not grow the peak memory of the L2 replay 4× (it streams the trace)."""
     peaks = []

@@ -20,7 +20,6 @@ Q = np.random.default_rng(0).standard_normal((1, 64, 16)).astype(np.float32)
 
 # --- item 3: shapes --------------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 3: not fixed yet")
 def test_transposed_input_is_rejected_not_reshaped():
     with pytest.raises(FlashsimError, match=r"shape \(1, 16, 64\).*\(1, 64, 16\)"):
         flashsim.simulate("flash2", 64, 16, dtype="fp32", inputs=(Q.reshape(1, 16, 64), Q, Q))
@@ -31,20 +30,17 @@ def test_two_dimensional_input_is_fine_for_one_head():
     assert sim.ok
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 3: not fixed yet")
 def test_complex_input_is_rejected():
     with pytest.raises(FlashsimError, match="complex"):
         flashsim.simulate("flash2", 64, 16, dtype="fp32", inputs=(Q + 1j, Q, Q))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 11: not fixed yet")
 @pytest.mark.parametrize("inputs", [(Q, Q), (Q,), (Q, Q, Q, Q, Q)])
 def test_wrong_number_of_inputs(inputs):
     with pytest.raises(FlashsimError, match=r"\(q, k, v\)"):
         flashsim.simulate("flash2", 64, 16, inputs=inputs)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 3: not fixed yet")
 def test_do_ignored_without_backward_is_still_shape_checked():
     with pytest.raises(FlashsimError, match="shape"):
         flashsim.simulate("flash2", 64, 16, inputs=(Q, Q, Q, Q.reshape(1, 32, 32)))
@@ -67,7 +63,6 @@ def same_size_shapes(draw):
     return heads, n, d, shape
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 3: not fixed yet")
 @given(case=same_size_shapes())
 def test_any_other_shape_is_rejected(case):
     heads, n, d, shape = case
@@ -81,7 +76,6 @@ def test_any_other_shape_is_rejected(case):
 
 # --- item 4: booleans ------------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 4: not fixed yet")
 @pytest.mark.parametrize("value", ["False", "True", "false", "", "0", 2, -1, 0.5, None, [], "yes"])
 @pytest.mark.parametrize("name", ["causal", "backward"])
 def test_non_boolean_flags_are_rejected(name, value):
@@ -98,13 +92,11 @@ def test_boolean_flags_accepted(value, want):
     assert p.causal is want and p.backward is want
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 4: not fixed yet")
 def test_traffic_causal_string_false_is_an_error_not_causal():
     with pytest.raises(FlashsimError, match="causal"):
         flashsim.traffic("flash2", 1024, 64, causal="False")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 4: not fixed yet")
 @given(value=st.one_of(st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True), st.text(max_size=6),
                        st.none(), st.sampled_from([np.bool_(True), np.bool_(False), np.int8(1), np.float32(1.0)])))
 def test_one_strict_rule(value):
@@ -122,7 +114,6 @@ def test_one_strict_rule(value):
 
 # --- item 11: messages -------------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 11: not fixed yet")
 def test_sram_bytes_zero_message_names_a_real_fix():
     with pytest.raises(FlashsimError) as e:
         flashsim.traffic("flash2", 64, 16, sram_bytes=0)
@@ -130,28 +121,24 @@ def test_sram_bytes_zero_message_names_a_real_fix():
     assert "sram_bytes=64" not in msg and "sram_bytes=None" in msg
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 11: not fixed yet")
 def test_numpy_dtype_classes_are_accepted():
     assert flashsim.traffic("flash2", 64, 16, dtype=np.float16).dtype == "fp16"
     assert flashsim.traffic("flash2", 64, 16, dtype=np.float32).dtype == "fp32"
     assert flashsim.traffic("flash2", 64, 16, dtype=np.dtype("float16")).dtype == "fp16"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 11: not fixed yet")
 def test_unknown_dtype_message_is_readable():
     with pytest.raises(FlashsimError) as e:
         flashsim.traffic("flash2", 64, 16, dtype=np.int8)
     assert "<class" not in str(e.value) and "int8" in str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 11: not fixed yet")
 def test_step_budget_message_does_not_suggest_what_is_already_set():
     with pytest.raises(MemoryBudgetError) as e:
         flashsim.simulate("flash2", 65536, 128, heads=64, record_events=False)
     assert "record_events=False" not in str(e.value) and "traffic" in str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 item 7: not fixed yet")
 def test_negative_seed_is_a_clear_error():
     with pytest.raises(FlashsimError, match="seed"):
         flashsim.simulate("flash2", 64, 16, seed=-1)

@@ -23,7 +23,9 @@ own traces, as the kernels issue them, are :func:`flashsim.model.kernel_io.kerne
 """
 from __future__ import annotations
 
-from flashsim.model.attention.visibility import block_sizes, first_visible_row_block, n_blocks, visible_col_blocks
+from flashsim.errors import FlashsimError
+from flashsim.model.attention.visibility import (block_sizes, first_visible_row_block, n_blocks, visible_col_blocks,
+                                                 visible_tiles)
 from flashsim.model.l2 import Access, L2Result, simulate_l2
 from flashsim.model.memory import storage_bytes
 from flashsim.model.problem import Problem
@@ -55,47 +57,75 @@ def _flash_launches(problem: Problem, br: int, bc: int, heads: int) -> list:
     def wr(key, nbytes):
         return Access(key, nbytes, True)
 
+    # launches are lists of programs and programs are generators: the replay holds only the cache and the
+    # resident programs, never the whole trace (its memory does not grow with the number of tiles)
+    def flash2_forward(h, i):
+        yield rd(("Q", h, i), rows[i] * d * b)
+        for j in visible(i):
+            yield rd(("K", h, j), cols[j] * d * b)
+            yield rd(("V", h, j), cols[j] * d * b)
+        yield wr(("O", h, i), rows[i] * d * b)
+        yield wr(("L", h, i), rows[i] * bs)
+
+    def flash1_forward(h):
+        for j in range(tc):
+            yield rd(("K", h, j), cols[j] * d * b)
+            yield rd(("V", h, j), cols[j] * d * b)
+            for i in range(first_row(j), tr):
+                r = rows[i]
+                yield from (rd(("Q", h, i), r * d * b), rd(("O", h, i), r * d * b), rd(("l", h, i), r * bs),
+                            rd(("m", h, i), r * bs), wr(("O", h, i), r * d * b), wr(("l", h, i), r * bs),
+                            wr(("m", h, i), r * bs))
+
     launches = []
     if algo == "flash2":
-        launches.append([[rd(("Q", h, i), rows[i] * d * b)]
-                         + [a for j in visible(i) for a in (rd(("K", h, j), cols[j] * d * b),
-                                                            rd(("V", h, j), cols[j] * d * b))]
-                         + [wr(("O", h, i), rows[i] * d * b), wr(("L", h, i), rows[i] * bs)]
-                         for h in range(heads) for i in range(tr)])
+        launches.append([flash2_forward(h, i) for h in range(heads) for i in range(tr)])
     else:
-        progs = []
-        for h in range(heads):
-            acc = []
-            for j in range(tc):
-                acc += [rd(("K", h, j), cols[j] * d * b), rd(("V", h, j), cols[j] * d * b)]
-                for i in range(first_row(j), tr):
-                    r = rows[i]
-                    acc += [rd(("Q", h, i), r * d * b), rd(("O", h, i), r * d * b), rd(("l", h, i), r * bs),
-                            rd(("m", h, i), r * bs), wr(("O", h, i), r * d * b), wr(("l", h, i), r * bs),
-                            wr(("m", h, i), r * bs)]
-            progs.append(acc)
-        launches.append(progs)
+        launches.append([flash1_forward(h) for h in range(heads)])
     if problem.backward:
         stats = ["L", "D"] if algo == "flash2" else ["m", "l"]
         if algo == "flash2":
-            launches.append([[rd(("O", h, i), rows[i] * d * b), rd(("dO", h, i), rows[i] * d * b),
-                              wr(("D", h, i), rows[i] * bs)] for h in range(heads) for i in range(tr)])
+            launches.append([iter([rd(("O", h, i), rows[i] * d * b), rd(("dO", h, i), rows[i] * d * b),
+                                   wr(("D", h, i), rows[i] * bs)]) for h in range(heads) for i in range(tr)])
 
         def column_block(h, j):
-            acc = [rd(("K", h, j), cols[j] * d * b), rd(("V", h, j), cols[j] * d * b)]
+            yield rd(("K", h, j), cols[j] * d * b)
+            yield rd(("V", h, j), cols[j] * d * b)
             for i in range(first_row(j), tr):
                 r = rows[i]
-                acc += [rd(("Q", h, i), r * d * b), rd(("dO", h, i), r * d * b), rd(("dQ", h, i), r * d * b)]
+                yield from (rd(("Q", h, i), r * d * b), rd(("dO", h, i), r * d * b), rd(("dQ", h, i), r * d * b))
                 if algo == "flash1":
-                    acc.append(rd(("O", h, i), r * d * b))
-                acc += [rd((s, h, i), r * bs) for s in stats] + [wr(("dQ", h, i), r * d * b)]
-            return acc + [wr(("dK", h, j), cols[j] * d * b), wr(("dV", h, j), cols[j] * d * b)]
+                    yield rd(("O", h, i), r * d * b)
+                yield from (rd((s, h, i), r * bs) for s in stats)
+                yield wr(("dQ", h, i), r * d * b)
+            yield wr(("dK", h, j), cols[j] * d * b)
+            yield wr(("dV", h, j), cols[j] * d * b)
+
+        def column_blocks(h):
+            for j in range(tc):
+                yield from column_block(h, j)
 
         if algo == "flash2":
             launches.append([column_block(h, j) for h in range(heads) for j in range(tc)])
         else:
-            launches.append([[a for j in range(tc) for a in column_block(h, j)] for h in range(heads)])
+            launches.append([column_blocks(h) for h in range(heads)])
     return launches
+
+
+def flash_trace_accesses(problem: Problem, br: int, bc: int, heads: int) -> int:
+    """Accesses the flash trace of `heads` heads makes, in closed form (what the replay's time is proportional
+    to): per computed tile 2 (flash2: K, V), 7 (flash1 forward) or 6-7 (backward), plus a few per block."""
+    n, causal = problem.n, problem.causal
+    tr, tc = n_blocks(n, br), n_blocks(n, bc)
+    tiles = visible_tiles(n, br, bc, causal)
+    per_head = 2 * tiles + 3 * tr if problem.algo == "flash2" else 7 * tiles + 2 * tc
+    if problem.backward:
+        per_head += 3 * tr + 7 * tiles + 4 * tc
+    return heads * per_head
+
+
+#: the L2 replay refuses traces longer than this many accesses (about 2.5 µs each: ~25 s)
+L2_MAX_ACCESSES = 10_000_000
 
 
 def _standard_launches(problem: Problem, program, heads: int) -> list:
@@ -127,6 +157,13 @@ def dram_bytes(problem: Problem, res):
         tiles = n_blocks(problem.n, min(res.block_r, res.block_c))
         per_head = 1 if problem.algo == "flash1" else tiles
         sim_heads = _l2_heads(per_head, hw.num_sms, problem.heads)
+        accesses = flash_trace_accesses(problem, res.block_r, res.block_c, sim_heads)
+        if accesses > L2_MAX_ACCESSES:
+            raise FlashsimError(
+                f"the L2 model would replay {accesses:.3g} tile accesses for {problem.algo} at N={problem.n} with "
+                f"blocks {res.block_r}×{res.block_c} (about {accesses * 2.5e-6:.0f} s; the limit is "
+                f"{L2_MAX_ACCESSES:.0e}): use larger blocks (block_r, block_c), a smaller n, or drop l2 "
+                "(l2=False / no --l2): the requested bytes need no replay")
         launches = _flash_launches(problem, res.block_r, res.block_c, sim_heads)
     total = L2Result()
     for progs in launches:

@@ -74,17 +74,25 @@ def reference_forward_backward(q, k, v, do=None, causal: bool = False, *, sm_sca
 
 
 def plain_attention(q, k, v, do=None, causal: bool = False, *, dtype, sm_scale: float | None = None, keep=None,
-                    dropout_p: float = 0.0, row_chunk: int | None = None):
+                    dropout_p: float = 0.0, row_chunk: int | None = None, delta: str = "softmax"):
     """The plain implementation of the same formula in storage `dtype`: (O, (dq, dk, dv) or None), float32.
 
     S, P, the dropped P, O and in the backward dP, dS, dQ, dK, dV are each rounded to `dtype`, every matmul
     accumulated in fp32 on the given values (round the inputs first for a storage-dtype run): what a framework's
     fp16 attention computes. ``simulate``'s tolerance is twice its error.
+
+    delta: how the backward forms D in dS = P ∘ (dP − D): "softmax" D = rowsum(P ∘ dP) (the softmax's own
+    gradient, what a framework's op-by-op backward does) or "output" D = rowsum(dO ∘ O) from the stored O
+    (FlashAttention's backward: D is the same number in real arithmetic, but it carries O's rounding into the
+    difference dP − D). simulate measures the flash algorithms against "output", the same formula.
     """
-    return _run(q, k, v, do, causal, sm_scale, keep, dropout_p, canonical_dtype(dtype), row_chunk, False)[::2]
+    if delta not in ("softmax", "output"):
+        raise FlashsimError(f"delta={delta!r}: use 'softmax' (rowsum(P∘dP)) or 'output' (rowsum(dO∘O))")
+    return _run(q, k, v, do, causal, sm_scale, keep, dropout_p, canonical_dtype(dtype), row_chunk, False,
+                delta)[::2]
 
 
-def _run(q, k, v, do, causal, sm_scale, keep, dropout_p, dtype, row_chunk, want_lse):
+def _run(q, k, v, do, causal, sm_scale, keep, dropout_p, dtype, row_chunk, want_lse, delta="softmax"):
     """Shared driver: checks shapes, then runs :func:`_one_head` on every leading (batch, head) index."""
     ft = np.float64 if dtype is None else np.float32
     q, k, v = (np.asarray(x, ft) for x in (q, k, v))
@@ -107,7 +115,7 @@ def _run(q, k, v, do, causal, sm_scale, keep, dropout_p, dtype, row_chunk, want_
     grads = None if do is None else (np.empty(q.shape, ft), np.empty(k.shape, ft), np.empty(v.shape, ft))
     for idx in np.ndindex(*lead):
         res = _one_head(q[idx], k[idx], v[idx], None if do is None else do[idx], causal, tau,
-                        None if keep is None else keep[idx], dropout_p, dtype, row_chunk, want_lse)
+                        None if keep is None else keep[idx], dropout_p, dtype, row_chunk, want_lse, delta)
         o[idx] = res[0]
         if want_lse:
             lse[idx] = res[1]
@@ -117,7 +125,7 @@ def _run(q, k, v, do, causal, sm_scale, keep, dropout_p, dtype, row_chunk, want_
     return o, lse, grads
 
 
-def _one_head(q, k, v, do, causal, tau, keep, dropout_p, dtype, row_chunk, want_lse):
+def _one_head(q, k, v, do, causal, tau, keep, dropout_p, dtype, row_chunk, want_lse, delta="softmax"):
     """One head (Nq, d) in chunks of query rows: (o, lse or None, (dq, dk, dv) or None)."""
     exact = dtype is None
     ft = np.float64 if exact else np.float32
@@ -150,7 +158,11 @@ def _one_head(q, k, v, do, causal, tau, keep, dropout_p, dtype, row_chunk, want_
                 dv += pd.T @ do[rows]
                 dpd = rnd(do[rows] @ v.T)
                 dp = rnd(dpd * keep[rows] / ft(1 - dropout_p)) if keep is not None else dpd
-                ds = rnd(p * (dp - (p * dp).sum(axis=1, keepdims=True)))
+                if delta == "output":  # FlashAttention's D = rowsum(dO ∘ O), from the stored O
+                    d_row = (do[rows] * o[rows]).sum(axis=1, keepdims=True)
+                else:  # the softmax gradient's own D = rowsum(P ∘ dP)
+                    d_row = (p * dp).sum(axis=1, keepdims=True)
+                ds = rnd(p * (dp - d_row))
                 dq[rows] = rnd((ds @ k) * ft(tau))
                 dk += ds.T @ q[rows]
         if do is not None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["block_extent", "block_sizes", "causal_mask", "first_visible_row_block", "n_blocks", "tile_sums",
+__all__ = ["block_extent", "block_sizes", "causal_mask", "first_visible_row_block", "floor_sum", "n_blocks", "tile_sums", "visible_tiles",
            "tile_visible", "visible_col_blocks", "visible_key_rows"]
 
 
@@ -104,16 +104,54 @@ def causal_mask(r0: int, r: int, c0: int, c: int, *, always: bool = False) -> np
 
 
 def tile_sums(n: int, block_r: int, block_c: int, causal: bool) -> tuple[int, int, int]:
-    """(Σ tile rows, Σ tile cols, Σ tile rows·cols) over the computed tiles (i, j).
+    """(Σ tile rows, Σ tile cols, Σ tile rows·cols) over the computed tiles (i, j), exact Python integers.
 
     Σ tile rows counts, for each computed tile, the rows of its Q block (what re-reading Q_i per tile costs);
     Σ tile cols the rows of its K/V block; Σ rows·cols its S entries (FLOPs).
+
+    Under the causal rule the full row blocks i < Tr − 1 (k = i + 1 = 1 … Tr − 1) see J = ⌈k·Br/Bc⌉ column
+    blocks; their sum is one :func:`floor_sum`, and J = Tc (where C = N, not J·Bc) holds for the last
+    Tr − 1 − ⌊(Tc − 1)·Bc/Br⌋ of them. The ragged last row block sees all Tc blocks (its last row is N − 1).
+    O(log N) work and no arrays, so N = 10¹² costs what N = 10³ does, with no int64 overflow.
     """
-    tr, tc = n_blocks(n, block_r), n_blocks(n, block_c)
+    n, br, bc = int(n), int(block_r), int(block_c)
+    tr, tc = n_blocks(n, br), n_blocks(n, bc)
     if not causal:
         return n * tc, n * tr, n * n
-    i = np.arange(tr, dtype=np.int64)
-    r = block_sizes(n, block_r)  # rows of row block i (last one ragged)
-    j_vis = visible_col_blocks(i, block_r, block_c, n)  # J_i: column blocks 0 … J_i − 1 are computed
-    c_vis = visible_key_rows(i, block_r, block_c, n)  # C_i: key rows they cover
-    return int((r * j_vis).sum()), int(c_vis.sum()), int((r * c_vis).sum())
+    full = tr - 1  # row blocks 0 … Tr − 2 are full (Br rows)
+    j_full = floor_sum(full, bc, br, br + bc - 1)  # Σ_k ⌈k·Br/Bc⌉ = Σ_k ⌊(k·Br + Bc − 1)/Bc⌋, k = 1 … Tr − 1
+    see_all = max(0, full - (tc - 1) * bc // br)  # full row blocks with J = Tc (they see key rows up to N)
+    cols_full = bc * j_full - (tc * bc - n) * see_all  # Σ C_i over the full row blocks
+    r_last = n - full * br
+    return br * j_full + r_last * tc, cols_full + n, br * cols_full + r_last * n
+
+
+def visible_tiles(n: int, block_r: int, block_c: int, causal: bool) -> int:
+    """Number of computed tiles (i, j): Tr·Tc, or under the causal rule Σ_i J_i (exact, O(log N))."""
+    n, br, bc = int(n), int(block_r), int(block_c)
+    tr, tc = n_blocks(n, br), n_blocks(n, bc)
+    if not causal:
+        return tr * tc
+    return floor_sum(tr - 1, bc, br, br + bc - 1) + tc
+
+
+def floor_sum(count: int, m: int, a: int, b: int) -> int:
+    """Σ_{i=0}^{count−1} ⌊(a·i + b)/m⌋ for integers count ≥ 0, m ≥ 1, a, b ≥ 0, exactly in O(log) steps (the
+    Euclid-like reduction known from AtCoder Library's ``floor_sum``).
+
+    >>> floor_sum(4, 3, 2, 1), sum((2 * i + 1) // 3 for i in range(4))
+    (4, 4)
+    """
+    total = 0
+    while True:
+        if a >= m:
+            total += (count - 1) * count // 2 * (a // m)
+            a %= m
+        if b >= m:
+            total += count * (b // m)
+            b %= m
+        y_max = a * count + b
+        if y_max < m:
+            return total
+        count, b = divmod(y_max, m)
+        m, a = a, m

@@ -76,11 +76,14 @@ def check_algo(algo: str) -> str:
 
 
 def _check_fits(problem, block_r: int, block_c: int) -> None:
-    """Raise SramCapacityError naming bytes needed, available and the largest block that would fit."""
+    """Raise SramCapacityError naming bytes needed, available and the largest block that would fit.
+
+    The tiles are sized by the rows actually loaded: a block larger than N holds N rows (block_r=128 at N=69 is
+    a 69-row tile, accepted wherever 69 is)."""
     cap = problem.sram_bytes
     args = (problem.d, problem.dtype, problem.stats_dtype, problem.algo)
     for ph in phases(problem.algo, problem.backward):
-        tiles = sram_tile_bytes(block_r, block_c, *args, phase=ph)
+        tiles = sram_tile_bytes(min(block_r, problem.n), min(block_c, problem.n), *args, phase=ph)
         if sum(tiles.values()) <= cap:
             continue
         best_c = largest_fitting_block(
@@ -104,9 +107,12 @@ def resolve_blocks(problem) -> tuple[int, int]:
     """(block_r, block_c) for a flash problem: explicit blocks are checked against SRAM, None gets FA1's rule.
 
     FA1 §3.1: Bc = ⌈M/(4d)⌉, Br = min(Bc, d), with M the SRAM size in elements of the storage dtype. Each is then
-    rounded down to a power of two, clipped to N, and halved (the larger first) until every phase's tile set fits.
-    A block given explicitly is kept as given (a block larger than N simply makes one ragged block); if its tile
-    set does not fit, SramCapacityError says by how much and which block would.
+    rounded down to a power of two, clipped to the padded size (N rounded up to a power of two, so that a block
+    is always a power of two: N=127 gets the blocks of N=128, one ragged block of 127 rows), and halved (the
+    larger first) until every phase's tile set, sized by the rows actually loaded (min(block, N)), fits. So
+    traffic grows with N instead of jumping at N = 127 vs 128 as clipping to N itself made it.
+    A block given explicitly is kept as given (a block larger than N simply makes one ragged block of N rows, and
+    is checked as such); if its tile set does not fit, SramCapacityError says by how much and which block would.
     """
     check_algo(problem.algo)
     n, d = problem.n, problem.d
@@ -117,19 +123,20 @@ def resolve_blocks(problem) -> tuple[int, int]:
     cap = problem.sram_bytes
     args = (d, problem.dtype, problem.stats_dtype, problem.algo)
 
-    def fits(r, c):
-        return all(sum(sram_tile_bytes(r, c, *args, phase=ph).values()) <= cap
+    def fits(r, c):  # at the rows loaded: a block past N holds N rows
+        return all(sum(sram_tile_bytes(min(r, n), min(c, n), *args, phase=ph).values()) <= cap
                    for ph in phases(problem.algo, problem.backward))
 
     if br is None or bc is None:
         m_elems = cap // problem.elem_bytes  # M: SRAM size in elements of the storage dtype
         paper_c = max(-(-m_elems // (4 * d)), 1)  # Bc = ⌈M/(4d)⌉
         paper_r = min(paper_c, d)  # Br = min(⌈M/(4d)⌉, d)
+        n_pad = 1 << max(0, n - 1).bit_length()  # N rounded up to a power of two
         auto_c, auto_r = bc is None, br is None
         if auto_c:
-            bc = min(_pow2_floor(paper_c), n)
+            bc = min(_pow2_floor(paper_c), n_pad)
         if auto_r:
-            br = min(_pow2_floor(paper_r), n)
+            br = min(_pow2_floor(paper_r), n_pad)
         while not fits(br, bc):  # halve what was not given explicitly, the larger first
             if auto_c and bc > 1 and (bc >= br or not auto_r or br == 1):
                 bc //= 2

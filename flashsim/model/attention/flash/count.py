@@ -1,17 +1,17 @@
 """Count mode: FlashAttention's counters (bytes by tensor, FLOPs, peak SRAM) without numbers (chapters 05, 07, 08).
 
-The same loop structure as step mode (:mod:`.forward`, :mod:`.backward`), vectorized over the outer loop index:
-flash2's row blocks i, flash1's and the backward's column blocks j. The visible tiles of each come from
-:mod:`flashsim.model.attention.visibility`; the tests check count mode, step mode and the closed forms agree.
+The same loop structure as step mode (:mod:`.forward`, :mod:`.backward`), summed in closed form over the
+outer loop index (flash2's row blocks i, flash1's and the backward's column blocks j) with the exact tile sums of
+:mod:`flashsim.model.attention.visibility`: Python integers, no array of size N/B, so any N (10¹² included) is
+counted exactly in microseconds. The tests check count mode, step mode, the closed forms and a brute-force loop
+agree.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from flashsim.model.attention.flash.blocks import effective_peak, phases, resolve_blocks
-from flashsim.model.attention.visibility import block_sizes, first_visible_row_block, n_blocks, visible_key_rows
+from flashsim.model.attention.visibility import tile_sums
 from flashsim.model.memory import Counters
 
 
@@ -47,34 +47,26 @@ class FlashCount:
 
 def _count_forward(algo, n, d, br, bc, b, bs, causal) -> tuple[Counters, int]:
     c = Counters()
+    # the three sums over the computed tiles (i, j), exact Python integers for any N (visibility.tile_sums)
+    tile_rows, tile_cols, tile_rc = tile_sums(n, br, bc, causal)
     if algo == "flash2":
-        # outer loop over row blocks i, vectorized: block i reads Q_i once and K_j, V_j for its visible j
-        tr = n_blocks(n, br)
-        i = np.arange(tr, dtype=np.int64)
-        rows = block_sizes(n, br)  # (Tr,)
-        cols = visible_key_rows(i, br, bc, n, causal)  # (Tr,) key rows block i sees (its visible blocks)
-        c.add_read("Q", int(rows.sum()) * d * b)
-        c.add_read("K", int(cols.sum()) * d * b)
-        c.add_read("V", int(cols.sum()) * d * b)
-        c.add_write("O", int(rows.sum()) * d * b)
-        c.add_write("L", int(rows.sum()) * bs)
-        c.flops = int(4 * d * int((rows * cols).sum()))
+        # outer loop over row blocks i: block i reads Q_i once and K_j, V_j for its visible j (Σ_i C_i = tile_cols)
+        c.add_read("Q", n * d * b)
+        c.add_read("K", tile_cols * d * b)
+        c.add_read("V", tile_cols * d * b)
+        c.add_write("O", n * d * b)
+        c.add_write("L", n * bs)
+        c.flops = 4 * d * tile_rc
         return c, 0
-    # flash1: outer loop over K/V blocks j, vectorized: block j reads K_j, V_j, then every visible row block
-    # i ≥ i_first(j) reads Q_i, O_i, l_i, m_i and writes O_i, l_i, m_i
-    tc = n_blocks(n, bc)
-    j = np.arange(tc, dtype=np.int64)
-    cols = block_sizes(n, bc)  # (Tc,)
-    first = first_visible_row_block(j, br, bc, causal)  # (Tc,) first row block that sees block j
-    vis_rows = n - first * br  # rows of Q the visible tiles of column block j cover
-    rows_total = int(vis_rows.sum())
-    c.add_read("K", int(cols.sum()) * d * b)
-    c.add_read("V", int(cols.sum()) * d * b)
+    # flash1: outer loop over K/V blocks j: block j reads K_j, V_j, then every visible row block i ≥ i_first(j)
+    # reads Q_i, O_i, l_i, m_i and writes O_i, l_i, m_i (Σ_j rows of Q its visible tiles cover = tile_rows)
+    c.add_read("K", n * d * b)
+    c.add_read("V", n * d * b)
     for name, per_row in (("Q", d * b), ("O", d * b), ("l", bs), ("m", bs)):
-        c.add_read(name, rows_total * per_row)
+        c.add_read(name, tile_rows * per_row)
     for name, per_row in (("O", d * b), ("l", bs), ("m", bs)):
-        c.add_write(name, rows_total * per_row)
-    c.flops = int(4 * d * int((cols * vis_rows).sum()))
+        c.add_write(name, tile_rows * per_row)
+    c.flops = 4 * d * tile_rc
     init = n * d * b + 2 * n * bs  # memset of O, l, m before the loop
     return c, init
 
@@ -85,30 +77,25 @@ def _count_backward(algo, n, d, br, bc, b, bs, causal) -> tuple[Counters, int]:
         c.add_read("O", n * d * b)
         c.add_read("dO", n * d * b)
         c.add_write("D", n * bs)
-    tc = n_blocks(n, bc)
-    j = np.arange(tc, dtype=np.int64)
-    cols = block_sizes(n, bc)
-    first = first_visible_row_block(j, br, bc, causal)  # (Tc,) first row block that sees block j
-    vis_rows = n - first * br
-    rows_total = int(vis_rows.sum())
-    c.add_read("K", int(cols.sum()) * d * b)
-    c.add_read("V", int(cols.sum()) * d * b)
+    # outer loop over K/V blocks j; every visible tile (i, j) re-reads the row block's tensors
+    tile_rows, _, tile_rc = tile_sums(n, br, bc, causal)
+    c.add_read("K", n * d * b)
+    c.add_read("V", n * d * b)
     per_tile = [("Q", d * b), ("dO", d * b), ("dQ", d * b)]
     per_tile += [("O", d * b), ("m", bs), ("l", bs)] if algo == "flash1" else [("L", bs), ("D", bs)]
     for name, per_row in per_tile:
-        c.add_read(name, rows_total * per_row)
-    c.add_write("dQ", rows_total * d * b)
-    c.add_write("dK", int(cols.sum()) * d * b)
-    c.add_write("dV", int(cols.sum()) * d * b)
-    c.flops = int(10 * d * int((cols * vis_rows).sum()))
+        c.add_read(name, tile_rows * per_row)
+    c.add_write("dQ", tile_rows * d * b)
+    c.add_write("dK", n * d * b)
+    c.add_write("dV", n * d * b)
+    c.flops = 10 * d * tile_rc
     return c, n * d * b  # dQ zeroed before the loop
 
 
 def count_flash(problem) -> FlashCount:
     """Count mode: the counters of flash1/flash2 (forward, + backward if asked) without any numbers.
 
-    Vectorized over the outer loop index (no Python loop over tiles): flash2 N=65536, d=128, Br=Bc=64 takes well
-    under a millisecond.
+    No loop over tiles or blocks: exact and O(log N) for any N.
     """
     br, bc = resolve_blocks(problem)
     n, d, b, bs = problem.n, problem.d, problem.elem_bytes, problem.stats_bytes

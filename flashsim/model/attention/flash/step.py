@@ -57,19 +57,22 @@ def step_host_bytes(problem, br: int, bc: int, record_events: bool = True) -> in
     return tensors + outputs + events
 
 
-def run_flash(problem, q, k, v, do=None, memory: Memory | None = None, record_events: bool = True) -> FlashRun:
+def run_flash(problem, q, k, v, do=None, memory: Memory | None = None, record_events: bool = True,
+              on_event=None) -> FlashRun:
     """Step mode: run flash1/flash2 (forward, + backward when problem.backward) on real numbers.
 
     q, k, v (and do for the backward): float arrays (heads, N, d) ((N, d) accepted when heads == 1). Every head
     runs through a Memory; head 0's keeps its Event log (record_events) and is returned as ``.memory``. Pass
     `memory` to supply head 0's Memory yourself (e.g. with an on_event callback); its capacity should be the
-    problem's SRAM.
+    problem's SRAM. on_event: a callback given every Event of the heads in Memories made here (simulate's progress
+    bar).
     """
     br, bc = resolve_blocks(problem)
     n, d, h = problem.n, problem.d, problem.heads
     check_host_budget(step_host_bytes(problem, br, bc, record_events),
-                      fix="use record_events=False (no event log), larger blocks, a smaller N, or count mode "
-                          "(count_flash / flashsim.traffic), which needs no numbers")
+                      fix="use " + ("record_events=False (no event log), " if record_events else "")
+                          + "larger blocks, a smaller N, or count mode (count_flash / flashsim.traffic), which "
+                          "needs no numbers")
     q, k, v = (_as_heads(nm, x, h, n, d) for nm, x in (("q", q), ("k", k), ("v", v)))
     if problem.backward:
         do = _as_heads("do", do, h, n, d)
@@ -80,7 +83,7 @@ def run_flash(problem, q, k, v, do=None, memory: Memory | None = None, record_ev
     grads = tuple(np.empty((h, n, d), np.float32) for _ in range(3)) if problem.backward else None
     with single_blas_thread():
         fwd_total, bwd_total, mem0 = _run_heads(problem, br, bc, q, k, v, do, memory, record_events, keep_o,
-                                                out, lse, grads)
+                                                out, lse, grads, on_event)
     total = fwd_total + bwd_total if bwd_total is not None else fwd_total * 1
     init = n * d * problem.elem_bytes + 2 * n * problem.stats_bytes if problem.algo == "flash1" else 0
     if problem.backward:
@@ -90,14 +93,15 @@ def run_flash(problem, q, k, v, do=None, memory: Memory | None = None, record_ev
                     out=out, lse=lse, grads=grads, memory=mem0)
 
 
-def _run_heads(problem, br, bc, q, k, v, do, memory, record_events, keep_o, out, lse, grads):
+def _run_heads(problem, br, bc, q, k, v, do, memory, record_events, keep_o, out, lse, grads, on_event=None):
     """Every head through its own Memory (head 0's keeps the event log); returns summed counters and Memory 0."""
     fwd_total = bwd_total = mem0 = None
     for head in range(problem.heads):
         if head == 0 and memory is not None:
             mem = memory
         else:
-            mem = Memory(problem.sram_bytes, problem.dtype, record_events=record_events and head == 0)
+            mem = Memory(problem.sram_bytes, problem.dtype, record_events=record_events and head == 0,
+                         on_event=on_event)
         for name, x in (("Q", q[head]), ("K", k[head]), ("V", v[head])):
             mem.put(name, x)
         st = TileStepper(mem, problem, br, bc, keep_o and head == 0)

@@ -51,13 +51,15 @@ def standard_host_bytes(problem: Problem, eager_ops=None, record_events: bool = 
 
 
 def run_standard(problem: Problem, q, k, v, do=None, *, eager_ops=None, keep=None, memory: Memory | None = None,
-                 record_events: bool = True, host_budget_bytes: int | None = None) -> StandardRun:
+                 record_events: bool = True, host_budget_bytes: int | None = None,
+                 on_event=None) -> StandardRun:
     """Step mode: run naive or eager attention on numbers through the simulated Memory (chapter 02).
 
     q, k, v, do: float arrays (heads, N, d) (or (N, d) for one head); stored in HBM rounded to ``problem.dtype``.
     keep: dropout keep masks (heads, N, N) bool, the random stream the dropout kernel draws from (generated from
     seed 0 when None and dropout_p > 0). memory: a Memory for head 0 (e.g. with an on_event callback); other
-    heads run in fresh ones without events. Returns outputs, (dq, dk, dv) when backward, and the counters.
+    heads run in fresh ones without events. on_event: a callback given every Event of the heads in Memories made
+    here (simulate's progress bar). Returns outputs, (dq, dk, dv) when backward, and the counters.
     """
     prog, ops = program_for(problem, eager_ops)
     br, bc = resolve_standard_blocks(problem, ops)
@@ -78,7 +80,8 @@ def run_standard(problem: Problem, q, k, v, do=None, *, eager_ops=None, keep=Non
         if h == 0 and memory is not None:
             mem = memory
         else:
-            mem = Memory(problem.sram_bytes, problem.dtype, record_events=record_events and h == 0)
+            mem = Memory(problem.sram_bytes, problem.dtype, record_events=record_events and h == 0,
+                         on_event=on_event)
         for name, a in zip(("Q", "K", "V", "dO"), arrays):
             mem.put(name, a[h], prog.dtypes[name])
         if "causal_mask" in prog.dtypes:
