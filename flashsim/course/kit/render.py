@@ -92,8 +92,12 @@ class FigureView:
             self.widget.add_class(css_class)
 
     def _on_draw(self, event) -> None:
-        """After a full render (animated artists left out): save the background, then draw them on top."""
+        """After a full render (animated artists left out): save the background, then draw them on top. Not while
+        the figure is being saved (``png()``): savefig draws the animated artists itself, so drawing them again
+        would paint them twice and the saved renderer's background is not the screen's."""
         canvas = self.fig.canvas
+        if canvas.is_saving():
+            return
         self._background = canvas.copy_from_bbox(self.fig.bbox)
         self._draw_animated()
 
