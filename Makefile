@@ -39,6 +39,7 @@ $(STAMP): pyproject.toml $(LOCK)
 
 # full sizes in the lab unless FLASHSIM_LAB_SIZE=small; --allow-root only where we run as root (containers)
 lab: $(STAMP)
+	JUPYTER_CONFIG_PATH=$(CURDIR)/notebooks/.jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} \
 	FLASHSIM_SIZE=$${FLASHSIM_LAB_SIZE:-full} $(VENV)/bin/jupyter lab notebooks/ \
 		$$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
@@ -53,7 +54,7 @@ site: $(STAMP)
 	FLASHSIM_SIZE=small $(PY) tools/build_site.py $(SITE)
 
 figures: $(STAMP)
-	$(PY) -m flashsim.figures
+	$(PY) -m flashsim.course.figures
 
 # rewrite requirements/lock.txt and environment.yml from pyproject.toml (needs PyPI)
 lock: $(STAMP)
