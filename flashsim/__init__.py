@@ -10,14 +10,14 @@ validation), :func:`progress` (the exercises you have passed, chapters × exerci
 flashsim stays light: numpy only, no torch, triton or ipywidgets (``progress`` loads the course when first used).
 """
 from flashsim.model.simulator import Simulation, Traffic, simulate, traffic
-from flashsim.errors import FlashsimError, MemoryBudgetError, SramCapacityError
+from flashsim.errors import FlashsimError, FlashsimWarning, MemoryBudgetError, SramCapacityError
 from flashsim.model.hardware import Hardware, get_device
 from flashsim.model.problem import make_problem
 
 __version__ = "0.1.0"
 
 __all__ = ["traffic", "simulate", "Traffic", "Simulation", "get_device", "Hardware", "make_problem", "progress",
-           "FlashsimError", "MemoryBudgetError", "SramCapacityError", "__version__"]
+           "FlashsimError", "FlashsimWarning", "MemoryBudgetError", "SramCapacityError", "__version__"]
 
 
 def __getattr__(name: str):

@@ -11,3 +11,8 @@ class SramCapacityError(FlashsimError):
 
 class MemoryBudgetError(FlashsimError):
     """Step mode was asked for a size whose host memory would exceed the budget (chapter 05)."""
+
+
+class FlashsimWarning(UserWarning):
+    """Input flashsim accepts but whose verdict cannot be ok: NaN/inf inputs, or finite inputs that overflow the
+    storage dtype (fp16 saturates past 65504)."""

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from flashsim.errors import FlashsimError
+from flashsim.errors import FlashsimError, FlashsimWarning
 from flashsim.model.attention.flash import count_flash, resolve_blocks, run_flash, step_host_bytes
 from flashsim.model.attention.l2_traces import dram_bytes
 from flashsim.model.attention.reference import DEFAULT_CHUNK_BYTES, plain_attention, reference_forward_backward
@@ -49,9 +49,6 @@ __all__ = ["Traffic", "Simulation", "FlashsimWarning", "traffic", "simulate", "t
            "strict_json"]
 
 
-class FlashsimWarning(UserWarning):
-    """Input simulate accepts but whose verdict cannot be ok: NaN/inf inputs, or finite inputs that overflow the
-    storage dtype (fp16 saturates past 65504)."""
 
 #: relative error simulate(..., dtype="fp32") must stay under
 FP32_REL_TOLERANCE = 1e-6
