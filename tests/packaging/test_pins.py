@@ -53,7 +53,7 @@ def test_version_is_single_sourced():
 
 def test_base_is_the_simulator_and_extras_are_as_the_issue_lists():
     base = {canonicalize_name(Requirement(r).name) for r in PROJECT["dependencies"]}
-    assert base == {"numpy", "matplotlib", "tqdm"}
+    assert base == {"numpy", "matplotlib", "tqdm", "platformdirs"}
     extras = PROJECT["optional-dependencies"]
     names = {k: {canonicalize_name(Requirement(r).name) for r in v} for k, v in extras.items()}
     assert {"jupyterlab", "ipywidgets", "ipykernel", "ipympl"} <= names["lab"]
