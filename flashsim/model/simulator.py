@@ -40,7 +40,7 @@ from flashsim.model.attention.l2_traces import dram_bytes
 from flashsim.model.attention.reference import DEFAULT_CHUNK_BYTES, plain_attention, reference_forward_backward
 from flashsim.model.attention.standard import count_standard, resolve_eager_ops, run_standard, standard_host_bytes
 from flashsim.model.attention.visibility import n_blocks, tile_sums
-from flashsim.model.dtypes import UNIT_ROUNDOFF, round_to
+from flashsim.model.dtypes import UNIT_ROUNDOFF, canonical_dtype, round_to
 from flashsim.model.memory import DEFAULT_HOST_BUDGET_BYTES, Counters, Memory, check_host_budget
 from flashsim.model.problem import Problem, make_problem
 from flashsim.model.roofline import roofline
@@ -265,7 +265,16 @@ def tolerance(dtype: str, plain_rel_error: float) -> float:
     plain error is ~1e-7, so 1e-6 is the floor, and an ill-conditioned output (a gradient that is a small
     difference of large terms, e.g. N = 2) gets twice the plain fp32 error (seen up to ~3e-6).
     """
+    if not math.isfinite(plain_rel_error):
+        # the plain implementation overflowed its storage dtype (e.g. an fp16 score past 65504), so it is no
+        # yardstick: fall back to a few roundings of the dtype (a finite tolerance; the verdict itself still
+        # requires finite outputs and a finite error)
+        plain_rel_error = PLAIN_FALLBACK_ROUNDINGS * UNIT_ROUNDOFF[canonical_dtype(dtype)]
     return max(2.0 * plain_rel_error, FP32_REL_TOLERANCE)
+
+
+#: roundings of the storage dtype that stand in for the plain implementation's error when it overflowed
+PLAIN_FALLBACK_ROUNDINGS = 4.0
 
 
 #: the eager model rounds every op's output (scale, mask, softmax, dropout are separate kernels): up to about
