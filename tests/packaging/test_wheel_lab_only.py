@@ -68,14 +68,16 @@ def test_recorded_results_load_from_the_installed_wheel(lab_python):
             "assert {'kernels_h200', 'tune_h200', 'flash_decoding_h200', 'distributed_h200'} <= set(recorded_names())\n"
             "assert load_result('kernels_h200')['ncu_sweep'] and load_result('flash_decoding_h200')['sweep']\n"
             "assert load_result('tune_h200') and load_result('distributed_h200')\n"
-            # what chapters 09, 12/14 and 13 show from the recordings, read from the installed wheel
-            "import flashsim.widgets as w\n"
-            "assert w.l2_rows() and w.tuning_summary() and w.h200_results()['flash_decoding']\n"
             "from flashsim.course.kit.real_gpu import compare\n"
             "r = compare('flash_fwd')\n"
             "assert r.measured_load_bytes and r.backend.startswith('ncu'), r\n")
     out = run([lab_python, "-c", code], cwd="/").stdout
     assert out.count("\n") == 1 and 'pip install "flashsim[kernels]"' in out, out
+    # what chapters 09, 12/14 and 13 show from the recordings, read from the installed wheel (each may say in one
+    # line that torch and triton are missing)
+    charts = ("import flashsim.widgets as w\n"
+              "assert w.l2_rows() and w.tuning_summary() and w.h200_results()['flash_decoding']\n")
+    run([lab_python, "-c", charts], cwd="/")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
