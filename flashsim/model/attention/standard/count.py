@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
+from typing import NamedTuple
 
 from flashsim.model.attention.standard.blocks import resolve_standard_blocks, tile_set
 from flashsim.model.attention.standard.program import EagerOps, Op, Program, program_for
-from flashsim.model.attention.visibility import block_sizes
+from flashsim.model.attention.visibility import n_blocks
 from flashsim.model.memory import Counters, storage_bytes
 from flashsim.model.problem import Problem
 
@@ -26,29 +25,41 @@ class StandardCount:
     init_write_bytes: int = 0  # standard attention writes every output in full: nothing to pre-initialise
 
 
-def _count_op(op: Op, prog: Program, r: np.ndarray, c: np.ndarray, d: int, cnt: Counters) -> None:
-    """Add one op's bytes, reuse and FLOPs over the tile grid (rows r, columns c) to `cnt`, without numbers."""
+class _Axis(NamedTuple):
+    """One axis of the tile grid: its length (Σ of the block sizes), its block count and its largest block."""
+    total: int
+    blocks: int
+    largest: int
+
+
+def _axis(n: int, block: int) -> _Axis:
+    return _Axis(int(n), n_blocks(n, block), min(int(block), int(n)))
+
+
+def _count_op(op: Op, prog: Program, r: _Axis, c: _Axis, d: int, cnt: Counters) -> None:
+    """Add one op's bytes, reuse and FLOPs over the tile grid (row blocks r, column blocks c) to `cnt`, without
+    numbers. Only each axis's length, block count and largest block matter, so any N costs O(1) (Python ints)."""
     b = {name: storage_bytes(dt) for name, dt in prog.dtypes.items()}
-    tr, tc = len(r), len(c)
-    area = int(r.sum()) * int(c.sum())  # Σ_i Σ_j r_i·c_j over the (Tr, Tc) tile grid: every tile's elements
+    tr, tc = r.blocks, c.blocks
+    area = r.total * c.total  # Σ_i Σ_j r_i·c_j over the (Tr, Tc) tile grid: every tile's elements
     if op.kind == "gemm_nn":
         a, bb = op.ins
-        cnt.add_read(a, int(r.sum()) * d * b[a])  # A_i first read at j = 0, then on chip
-        cnt.add_read(bb, int(c.sum()) * d * b[bb])  # B_j first read at i = 0
-        cnt.reuse_bytes += (tc - 1) * int(r.sum()) * d * b[a] + (tr - 1) * int(c.sum()) * d * b[bb]
+        cnt.add_read(a, r.total * d * b[a])  # A_i first read at j = 0, then on chip
+        cnt.add_read(bb, c.total * d * b[bb])  # B_j first read at i = 0
+        cnt.reuse_bytes += (tc - 1) * r.total * d * b[a] + (tr - 1) * c.total * d * b[bb]
         cnt.add_write(op.out, area * b[op.out])
         cnt.flops += 2 * area * d
     elif op.kind == "gemm_nd":
         x, y = op.ins
         cnt.add_read(x, area * b[x])
         if op.transpose:  # out_j = Σ_i X_ijᵀ Y_i: Y_i read at j = 0, reused for the other Tc − 1 blocks
-            cnt.add_read(y, int(r.sum()) * d * b[y])
-            cnt.reuse_bytes += (tc - 1) * int(r.sum()) * d * b[y]
-            cnt.add_write(op.out, int(c.sum()) * d * b[op.out])
+            cnt.add_read(y, r.total * d * b[y])
+            cnt.reuse_bytes += (tc - 1) * r.total * d * b[y]
+            cnt.add_write(op.out, c.total * d * b[op.out])
         else:
-            cnt.add_read(y, int(c.sum()) * d * b[y])
-            cnt.reuse_bytes += (tr - 1) * int(c.sum()) * d * b[y]
-            cnt.add_write(op.out, int(r.sum()) * d * b[op.out])
+            cnt.add_read(y, c.total * d * b[y])
+            cnt.reuse_bytes += (tr - 1) * c.total * d * b[y]
+            cnt.add_write(op.out, r.total * d * b[op.out])
         cnt.flops += 2 * area * d
     elif op.kind == "eltwise":
         for name in op.ins:
@@ -61,7 +72,7 @@ def _count_op(op: Op, prog: Program, r: np.ndarray, c: np.ndarray, d: int, cnt: 
             cnt.add_read(name, area * b[name])
             cnt.reuse_bytes += area * b[name]
         cnt.add_write(op.out, area * b[op.out])
-    peak = sum(tile_set(op, prog, int(r.max()), int(c.max()), d).values())
+    peak = sum(tile_set(op, prog, r.largest, c.largest, d).values())
     cnt.sram_peak_bytes = max(cnt.sram_peak_bytes, peak)
 
 
@@ -69,7 +80,7 @@ def count_standard(problem: Problem, eager_ops=None) -> StandardCount:
     """Count mode: the counters of naive or eager attention over all heads, no numbers (chapter 02)."""
     prog, ops = program_for(problem, eager_ops)
     br, bc = resolve_standard_blocks(problem, ops)
-    r, c = block_sizes(problem.n, br), block_sizes(problem.n, bc)
+    r, c = _axis(problem.n, br), _axis(problem.n, bc)
     fwd = Counters()
     for op in prog.forward:
         _count_op(op, prog, r, c, problem.d, fwd)
