@@ -1,6 +1,8 @@
 """Nsight Compute: profile kernel calls in a child process and parse its CSV (GPU; chapters 05-09).
 
-:func:`ncu_profile` returns, per launch, DRAM read/write bytes, L2 bytes, global load/store bytes and duration.
+:func:`ncu_profile` returns, per launch, DRAM read/write bytes, L2 bytes, global load/store bytes and duration;
+:func:`ncu_profile_batch` does several kernel calls in one ncu run, and :func:`ncu_profile_script` profiles any
+Python file (chapter 12 grades a learner's kernel this way).
 Without ncu, or without permission to read counters (ERR_NVGPUCTRPERM), it says so in one line and falls back to
 :func:`timing_estimate`. The child is ``python -m flashsim.measure --child SPEC`` (:mod:`flashsim.measure.child`).
 """
@@ -91,6 +93,51 @@ def _launch_record(r: dict) -> dict:
     }
 
 
+def _ncu_rows(exe: str, argv: list, kernel_regex: str, metric_sets: list, timeout: float, env=None) -> list:
+    """Run ``argv`` under ncu, filtered to ``kernel_regex``: the parsed rows of the first metric set ncu answers.
+
+    Each set is tried with ``--print-units base``, and the last one also without it (older ncu versions). Raises
+    FlashsimError when ncu may not read the counters (ERR_NVGPUCTRPERM) or no set gives a row (with ncu's message).
+    """
+    last_err = ""
+    tries = [(m, True) for m in metric_sets] + [(metric_sets[-1], False)]
+    for metrics, units in tries:
+        cmd = [exe, "--csv", "--clock-control", "none", "--kernel-name", "regex:" + kernel_regex,
+               "--metrics", ",".join(metrics)] + (["--print-units", "base"] if units else []) + list(argv)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        text = proc.stdout + "\n" + proc.stderr
+        if "ERR_NVGPUCTRPERM" in text:
+            raise FlashsimError("no permission to read GPU counters (ERR_NVGPUCTRPERM): run where GPU performance "
+                                "counters are enabled for your user (NVreg_RestrictProfilingToAdminUsers=0)")
+        rows = _parse_ncu_csv(proc.stdout)
+        if rows:
+            return rows
+        last_err = f"ncu exit {proc.returncode}: {text.strip()[-1500:]}"
+    raise FlashsimError(f"ncu returned no metrics: {last_err}")
+
+
+def ncu_profile_script(script: str, kernel_regex: str, args=(), metrics=None, timeout: float = 300.0,
+                       ncu: str | None = None, env: dict | None = None) -> list:
+    """Run the Python file ``script`` (with ``args``) under Nsight Compute: one record per matching launch.
+
+    ``kernel_regex``: which kernels to profile, e.g. ``"^_flash_template_kernel$"``. ``metrics``: the ncu metric
+    names; None = :data:`REQUIRED_METRICS` (DRAM read/write, L2, global load/store bytes and duration). Runs
+    ``ncu --csv --print-units base --clock-control none --kernel-name regex:... --metrics ... python script``
+    and returns, in launch order, dicts like :func:`ncu_profile`'s launches ({"kernel", "dram_read_bytes",
+    "dram_write_bytes", "l2_bytes", "global_load_bytes", "global_store_bytes", "duration_ns", ..., "raw"}).
+    Raises FlashsimError when ncu is missing, may not read the counters, or profiles no launch.
+    """
+    exe = _find_ncu(ncu)
+    if exe is None:
+        raise FlashsimError("Nsight Compute (ncu) not found on PATH: install the CUDA toolkit's Nsight Compute or "
+                            "pass ncu='/path/to/ncu'")
+    if not os.path.isfile(script):
+        raise FlashsimError(f"ncu_profile_script: no such script {script!r}: pass the path of a Python file")
+    rows = _ncu_rows(exe, [sys.executable, script, *map(str, args)], kernel_regex,
+                     [list(metrics) if metrics is not None else REQUIRED_METRICS], timeout, env)
+    return [_launch_record(r) for r in rows]
+
+
 def ncu_profile_batch(configs: list, ncu: str | None = None, timeout: float = 480.0, warmup: int = 0) -> list:
     """Profile several kernel calls in ONE ncu run (one child process): a list of results like ncu_profile's.
 
@@ -106,22 +153,8 @@ def ncu_profile_batch(configs: list, ncu: str | None = None, timeout: float = 48
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))    # the package's parent
     env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH", "")] if p)
     spec = json.dumps({"configs": configs, "warmup": warmup})
-    last_err = ""
-    for metrics, units in ((NCU_METRICS + LAUNCH_METRICS, True), (NCU_METRICS, True), (REQUIRED_METRICS, True),
-                           (REQUIRED_METRICS, False)):
-        cmd = [exe, "--csv", "--clock-control", "none", "--kernel-name", "regex:^(" + "|".join(names) + ")$",
-               "--metrics", ",".join(metrics)] + (["--print-units", "base"] if units else []) + \
-              [sys.executable, "-m", "flashsim.measure", "--child", spec]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-        text = proc.stdout + "\n" + proc.stderr
-        if "ERR_NVGPUCTRPERM" in text:
-            raise FlashsimError("no permission to read GPU counters (ERR_NVGPUCTRPERM)")
-        rows = _parse_ncu_csv(proc.stdout)
-        if rows:
-            break
-        last_err = f"ncu exit {proc.returncode}: {text.strip()[-1500:]}"
-    else:
-        raise FlashsimError(f"ncu returned no metrics: {last_err}")
+    rows = _ncu_rows(exe, [sys.executable, "-m", "flashsim.measure", "--child", spec], "^(" + "|".join(names) + ")$",
+                     [NCU_METRICS + LAUNCH_METRICS, NCU_METRICS, REQUIRED_METRICS], timeout, env)
     # assign launches to configs in order: [setup launches] + [measured launches] per config per call
     out, pos = [], 0
     for c in configs:
