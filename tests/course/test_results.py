@@ -63,3 +63,12 @@ def test_sync_refreshes_a_drifted_copy(tmp_path, monkeypatch):
     assert results.load_result("distributed_h200") == {"runs": []} and results.drift(root) == []
     with pytest.raises(FlashsimError, match="checkout"):
         results.sync(tmp_path / "nowhere")
+
+
+def test_chapters_06_10_12_have_what_a_lab_only_install_shows():
+    peak = results.load_result("cpu_peak_memory")["cpu"]
+    assert all(r["naive numpy"] and r["flash (numba)"] for r in peak if r["N"] <= 16384)
+    speed = results.load_result("cpu_speed")
+    assert speed["speed"] and speed["block_sweep"]["points"]
+    grade = results.load_result("grade_final_h200")
+    assert grade["kernels"]["solution"]["passed"] and grade["interpreter"]["solution"]["passed"]
