@@ -6,6 +6,18 @@ the bytes the kernel loads and stores (counting only elements whose mask is true
 kernel's tile trace (:func:`kernel_trace`) through the L2 model of :mod:`flashsim.model.l2` to predict the bytes that
 reach DRAM.
 
+Two byte counts per launch and tensor, equal when every row a kernel touches starts on a 32-byte sector:
+
+* ``loads`` / ``stores`` (``load_bytes``, ``store_bytes``): the element bytes the source asks for, masked lanes
+  excluded. The Triton interpreter counts these (:func:`flashsim.measure.count_io`).
+* ``l1_loads`` / ``l1_stores`` (``l1_load_bytes``, ``l1_store_bytes``): the bytes the GPU's L1 serves, in whole
+  32-byte sectors per warp instruction, as Nsight Compute's ``l1tex__t_bytes_pipe_lsu_mem_global_op_ld/st`` count
+  them (:func:`l1_io`, measured on the H200). Triton vectorizes an access (16 bytes per thread, one instruction
+  per row piece) only when it knows the row stride and the mask bound along the row are multiples of 16
+  elements. Otherwise each thread loads one element per instruction, and a row that starts mid-sector costs the
+  sectors each instruction touches: up to 1.25x the element bytes for an fp16 row at N=1000. The flash backward
+  pass also loads its row statistics (LSE, delta) once per warp that holds a copy of them.
+
 Kernels and their shapes (``kernel`` names, as the CLI spells them):
 
 * ``flash_fwd``: Q, K, V (batch, heads, n, d) -> O, LSE. One launch.
@@ -28,6 +40,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from flashsim.errors import FlashsimError
 from flashsim.model.attention.visibility import (block_extent, first_visible_row_block, n_blocks, tile_sums,
                                                  tile_visible, visible_col_blocks)
@@ -45,6 +59,9 @@ class LaunchIO:
     name: str
     loads: dict = field(default_factory=dict)
     stores: dict = field(default_factory=dict)
+    #: the same accesses in the 32-byte sectors the GPU's L1 serves (module docstring); filled by kernel_io
+    l1_loads: dict = field(default_factory=dict)
+    l1_stores: dict = field(default_factory=dict)
 
     @property
     def load_bytes(self) -> int:
@@ -53,6 +70,14 @@ class LaunchIO:
     @property
     def store_bytes(self) -> int:
         return sum(self.stores.values())
+
+    @property
+    def l1_load_bytes(self) -> int:
+        return sum(self.l1_loads.values())
+
+    @property
+    def l1_store_bytes(self) -> int:
+        return sum(self.l1_stores.values())
 
     def add(self, kind: str, tensor: str, nbytes: int) -> None:
         d = self.loads if kind == "load" else self.stores
@@ -72,6 +97,14 @@ class KernelIO:
     @property
     def store_bytes(self) -> int:
         return sum(l.store_bytes for l in self.launches)
+
+    @property
+    def l1_load_bytes(self) -> int:
+        return sum(l.l1_load_bytes for l in self.launches)
+
+    @property
+    def l1_store_bytes(self) -> int:
+        return sum(l.l1_store_bytes for l in self.launches)
 
     def per_tensor(self) -> dict:
         """{launch name: {"loads": {...}, "stores": {...}}}."""
@@ -156,7 +189,243 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         L.add("store", "P", elems * es)
         L.add("store", "LSE", N * F32)
         launches = [L]
+    if _whole_sectors(n, d, block_m, block_n, block_k):
+        # every row segment is whole, aligned sectors: the L1 serves the element bytes (the statistics of the
+        # flash backward once per warp holding them)
+        for L in launches:
+            copies = _bwd_stat_copies(L.name, d, block_m, True) if L.name in ("_bwd_dkdv", "_bwd_dq") else 1
+            L.l1_loads = {t: b * (copies if t in ("LSE", "DELTA") else 1) for t, b in L.loads.items()}
+            L.l1_stores = dict(L.stores)
+    else:
+        for L, (l1_loads, l1_stores) in zip(launches, l1_io(kernel, n, d, block_m, block_n, causal, dtype, batch,
+                                                             heads, block_k)):
+            L.l1_loads, L.l1_stores = l1_loads, l1_stores
     return KernelIO(kernel, launches)
+
+
+# --- the L1's view: 32-byte sectors per warp instruction -------------------------------------------------------
+
+SECTOR_BYTES = 32
+#: Triton specializes integer arguments divisible by 16: only then may it vectorize along a row
+VECTOR_ALIGN_ELEMS = 16
+
+
+def _residues(start: int, count: int, step: int) -> np.ndarray:
+    """Histogram (32 bins) of (start + t*step) mod 32 for t in range(count): where count rows start in a sector."""
+    h = np.zeros(SECTOR_BYTES, dtype=np.int64)
+    if count <= 0:
+        return h
+    period = SECTOR_BYTES // np.gcd(step % SECTOR_BYTES, SECTOR_BYTES) if step % SECTOR_BYTES else 1
+    one = (start + step * np.arange(min(period, count), dtype=np.int64)) % SECTOR_BYTES
+    full, rest = divmod(count, period)
+    np.add.at(h, one, full)
+    np.add.at(h, one[:rest], 1)
+    return h
+
+
+def _fold(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Histogram of (x + y) mod 32 from the histograms of x and of y."""
+    c = np.convolve(a, b)
+    out = c[:SECTOR_BYTES].copy()
+    out[:len(c) - SECTOR_BYTES] += c[SECTOR_BYTES:]
+    return out
+
+
+def _segment_sectors(c0_bytes: int, n_el: int, es: int, vectorized: bool, vec: int, lanes: int) -> np.ndarray:
+    """Sectors one row segment of ``n_el`` elements costs, for each row start offset 0..31 (bytes in a sector).
+
+    Vectorized: one instruction per row piece, so the sectors the segment spans. Not: the row is cut into pieces
+    of ``vec * lanes`` elements (a warp's lanes along the row, ``vec`` elements each), and each of a thread's
+    ``vec`` elements is its own instruction, which touches the sectors of every ``vec``-th element of the piece.
+    """
+    o = np.arange(SECTOR_BYTES, dtype=np.int64)[:, None] + c0_bytes
+    if vectorized:
+        return ((o[:, 0] + n_el * es + SECTOR_BYTES - 1) // SECTOR_BYTES - o[:, 0] // SECTOR_BYTES)
+    total = np.zeros(SECTOR_BYTES, dtype=np.int64)
+    piece = vec * lanes
+    for p0 in range(0, n_el, piece):
+        for k in range(min(vec, n_el - p0)):
+            e = np.arange(p0 + k, min(n_el, p0 + piece), vec, dtype=np.int64)
+            sec = (o + e[None, :] * es) // SECTOR_BYTES                   # (32, elements): nondecreasing rows
+            total += 1 + (np.diff(sec, axis=1) != 0).sum(axis=1)
+    return total
+
+
+class _L1Counter:
+    """Sums the L1 sector bytes of row segments of one tensor: ``add(r0, rows, c0, cols, times)``.
+
+    The tensor's rows are ``row_stride`` elements apart and its ``heads`` copies ``head_stride`` apart (element
+    units); each added segment is read (or written) by all heads, ``times`` times."""
+
+    def __init__(self, es: int, heads: int, head_stride: int, row_stride: int, vectorized: bool, vec: int = 1,
+                 lanes: int = 32):
+        self.es, self.rs, self.vectorized, self.vec, self.lanes = es, row_stride, vectorized, vec, lanes
+        self.heads = _residues(0, heads, head_stride * es)
+        self.segs: dict = {}
+        self.sectors = 0
+
+    def add(self, r0: int, rows: int, c0: int, cols: int, times: int = 1) -> None:
+        if times <= 0 or rows <= 0 or cols <= 0:
+            return
+        hist = _fold(self.heads, _residues(r0 * self.rs * self.es, rows, self.rs * self.es))
+        key = ((c0 * self.es) % SECTOR_BYTES, cols)
+        seg = self.segs.get(key)
+        if seg is None:
+            seg = self.segs[key] = _segment_sectors(key[0], cols, self.es, self.vectorized, self.vec, self.lanes)
+        self.sectors += times * int(hist @ seg)
+
+    @property
+    def bytes(self) -> int:
+        return SECTOR_BYTES * self.sectors
+
+
+def _aligned(*elems: int) -> bool:
+    return all(e % VECTOR_ALIGN_ELEMS == 0 for e in elems)
+
+
+def _whole_sectors(n: int, d: int, *blocks: int) -> bool:
+    """N, d and the blocks multiples of 16 elements: every access vectorizes and every row segment is whole,
+    aligned 32-byte sectors (at 2 or more bytes per element)."""
+    return _aligned(n, d, *blocks)
+
+
+def _bwd_stat_copies(kernel: str, d: int, block_m: int, aligned: bool) -> int:
+    """Warps that each load the flash backward's row statistics (LSE, delta) of a Q block, on the H200.
+
+    The statistics sit in the row layout of the MMA tile: in ``_bwd_dq``, a 64-row block's rows are spread over
+    a warp group of 4 warps, and the other warps hold copies (8 warps at a padded head dim of 128: 2 copies); a
+    block of fewer than 64 rows is held whole by every warp. ``_bwd_dkdv`` loads them once when it may vectorize,
+    twice otherwise. Measured with Nsight Compute (Triton 3.6, sm_90), the launches' own block sizes given."""
+    warps = 8 if max(16, 1 << max(0, d - 1).bit_length()) >= 128 else 4
+    if kernel == "_bwd_dq":
+        return warps // min(warps, block_m // 16) if block_m >= 64 else warps
+    return 1 if aligned else 2
+
+
+def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
+          batch: int = 1, heads: int = 1, block_k: int = 32) -> list:
+    """Per launch of ``kernel``: (l1_loads, l1_stores), {tensor: bytes the L1 serves in 32-byte sectors}.
+
+    The same accesses as :func:`kernel_io`, costed per warp instruction (module docstring). Equal to the element
+    bytes when N and d are multiples of 16 and every row segment is whole sectors."""
+    es = _check(kernel, n, d, block_m, block_n, dtype)
+    bh = batch * heads
+    N, bm, bn = n, block_m, block_n
+    tm, tn = n_blocks(N, bm), n_blocks(N, bn)
+    vc = [visible_col_blocks(i, bm, bn, N, causal) for i in range(tm)]          # col blocks row block i sees
+    vr = [tm - first_visible_row_block(j, bm, bn, causal) for j in range(tn)]  # row blocks col block j sees
+
+    def counter(e, hs, rs, aligned, **kw):
+        return _L1Counter(e, bh, hs, rs, aligned, **kw)
+
+    def rows_of(cnt, block, per_block):            # each block of rows, `per_block(t)` times, its whole row width
+        for t in range(n_blocks(N, block)):
+            cnt.add(t * block, block_extent(t, block, N), 0, cnt_width[id(cnt)], per_block(t))
+
+    def vector(cnt, block, per_block):             # 1-D (heads, N) tensor: block t's elements, per_block(t) times
+        for t in range(n_blocks(N, block)):
+            cnt.add(0, 1, t * block, block_extent(t, block, N), per_block(t))
+
+    def tiles(cnt, visible_cols):                  # (heads, N, N) tiles: row block i, its visible column blocks
+        for i in range(tm):
+            r = block_extent(i, bm, N)
+            full = min(visible_cols(i), N // bn)
+            cnt.add(i * bm, r, 0, bn, full) if (bn * cnt.es) % SECTOR_BYTES == 0 else [
+                cnt.add(i * bm, r, j * bn, bn) for j in range(full)]
+            if visible_cols(i) > full:
+                cnt.add(i * bm, r, full * bn, N - full * bn)
+
+    cnt_width: dict = {}
+
+    def nd(aligned=None):                          # a (heads, N, d) tensor, rows d elements apart
+        c = counter(es, N * d, d, _aligned(d) if aligned is None else aligned)
+        cnt_width[id(c)] = d
+        return c
+
+    def stat():                                    # a (heads, N) fp32 statistic
+        return counter(F32, N, 0, _aligned(N))
+
+    once = (lambda t: 1)
+    out = []
+    if kernel == "flash_fwd":
+        q, k, v, o, lse = nd(), nd(), nd(), nd(), stat()
+        rows_of(q, bm, once)
+        rows_of(k, bn, lambda j: vr[j])
+        rows_of(v, bn, lambda j: vr[j])
+        rows_of(o, bm, once)
+        vector(lse, bm, once)
+        out.append(({"Q": q.bytes, "K": k.bytes, "V": v.bytes}, {"O": o.bytes, "LSE": lse.bytes}))
+    elif kernel == "flash_bwd":
+        o, do, delta = nd(), nd(), stat()
+        rows_of(o, bm, once)
+        rows_of(do, bm, once)
+        vector(delta, bm, once)
+        out.append(({"O": o.bytes, "DO": do.bytes}, {"DELTA": delta.bytes}))
+        k, v, q, lse, do2, dl, dk, dv = nd(), nd(), nd(), stat(), nd(), stat(), nd(), nd()
+        rows_of(k, bn, once)
+        rows_of(v, bn, once)
+        rows_of(q, bm, lambda i: vc[i])
+        rows_of(do2, bm, lambda i: vc[i])
+        copies = _bwd_stat_copies("_bwd_dkdv", d, bm, _aligned(N))
+        vector(lse, bm, lambda i: vc[i] * copies)
+        vector(dl, bm, lambda i: vc[i] * copies)
+        rows_of(dk, bn, once)
+        rows_of(dv, bn, once)
+        out.append(({"K": k.bytes, "V": v.bytes, "Q": q.bytes, "LSE": lse.bytes, "DO": do2.bytes,
+                     "DELTA": dl.bytes}, {"DK": dk.bytes, "DV": dv.bytes}))
+        q, do, lse, dl, k, v, dq = nd(), nd(), stat(), stat(), nd(), nd(), nd()
+        rows_of(q, bm, once)
+        rows_of(do, bm, once)
+        copies = _bwd_stat_copies("_bwd_dq", d, bm, _aligned(N))
+        vector(lse, bm, lambda i: copies)
+        vector(dl, bm, lambda i: copies)
+        rows_of(k, bn, lambda j: vr[j])
+        rows_of(v, bn, lambda j: vr[j])
+        rows_of(dq, bm, once)
+        out.append(({"Q": q.bytes, "DO": do.bytes, "LSE": lse.bytes, "DELTA": dl.bytes, "K": k.bytes,
+                     "V": v.bytes}, {"DQ": dq.bytes}))
+    elif kernel == "naive":
+        q, k, s = nd(), nd(), counter(F32, N * N, N, _aligned(N))
+        rows_of(q, bm, lambda i: vc[i])
+        rows_of(k, bn, lambda j: vr[j])
+        tiles(s, lambda i: tn)                                   # S is stored whole, causal too
+        out.append(({"Q": q.bytes, "K": k.bytes}, {"S": s.bytes}))
+        s2, p = counter(F32, N * N, N, _aligned(N)), counter(F32, N * N, N, _aligned(N))
+        for c in (s2, p):
+            c.add(0, N, 0, N)
+        out.append(({"S": s2.bytes}, {"P": p.bytes}))
+        # Triton gives a load the elements per thread of a same-shaped access it feeds: when the P tile has the O
+        # tile's shape (BLOCK_N = the padded d), P gets O's 4 (the kernel's max_contiguous) and, where it may not
+        # vectorize, loads them in 4 instructions across the tile's width
+        p_vec = 4 if bn == max(16, 1 << max(0, d - 1).bit_length()) and _aligned(d) else 1
+        p2 = counter(F32, N * N, N, _aligned(N), vec=p_vec, lanes=max(1, min(32, bn // p_vec)))
+        v, o = nd(), nd()
+        tiles(p2, lambda i: vc[i])
+        rows_of(v, bn, lambda j: vr[j])
+        rows_of(o, bm, once)
+        out.append(({"P": p2.bytes, "V": v.bytes}, {"O": o.bytes}))
+    elif kernel == "tiled_matmul":
+        a = _L1Counter(es, 1, 0, d, _aligned(d))
+        b = _L1Counter(es, 1, 0, N, _aligned(N))
+        c = _L1Counter(es, 1, 0, N, _aligned(N))
+        for i in range(tm):
+            for k0 in range(0, d, block_k):
+                a.add(i * bm, block_extent(i, bm, N), k0, min(block_k, d - k0), vc[i])
+        for j in range(tn):
+            for k0 in range(0, d, block_k):
+                b.add(k0, min(block_k, d - k0), j * bn, block_extent(j, bn, N), vr[j])
+        tiles(c, lambda i: vc[i])
+        out.append(({"A": a.bytes, "B": b.bytes}, {"C": c.bytes}))
+    elif kernel == "online_softmax":
+        x = _L1Counter(es, 1, 0, N, _aligned(N))
+        p = _L1Counter(es, 1, 0, N, _aligned(N))
+        lse = _L1Counter(F32, 1, 0, 0, _aligned(N))
+        tiles(x, lambda i: vc[i])
+        tiles(p, lambda i: vc[i])
+        for i in range(tm):
+            lse.add(0, 1, i * bm, block_extent(i, bm, N))
+        out.append(({"X": 2 * x.bytes}, {"P": p.bytes, "LSE": lse.bytes}))
+    return out
 
 
 # --- tile traces for the L2 model ---------------------------------------------------------------------------

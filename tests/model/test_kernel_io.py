@@ -81,3 +81,65 @@ def test_l2_shared_cost_doubles_footprint_of_shared_tiles():
     progs = [[Access("K", 100), Access(("X", p), 100), Access("K", 100)] for p in range(2)]
     assert simulate_l2(progs, 250, 1).dram_read_bytes == 300                   # K read from DRAM once
     assert simulate_l2(progs, 250, 1, shared_cost=2.0).dram_read_bytes > 300   # K (200) + X (100) overflow
+
+
+# --- the L1's view: 32-byte sectors per warp instruction --------------------------------------------------------
+
+from flashsim.model.kernel_io import l1_io  # noqa: E402
+
+# Nsight Compute's l1tex global load / store bytes (op_ld + op_ldgsts, op_st) of one launch on the H200, fp16,
+# where they differ from the element bytes: rows that start mid-sector (N not a multiple of 16) and the flash
+# backward's statistics loaded by every warp holding a copy. (kernel, n, d, bm, bn, causal, batch, heads).
+H200_L1 = [
+    (("naive", 777, 64, 64, 64, False, 4, 4), "_scores_kernel", 41373696, 47341056),
+    (("naive", 777, 64, 64, 64, False, 4, 4), "_softmax_kernel", 47341056, 47341056),
+    (("naive", 777, 64, 64, 64, False, 4, 4), "_pv_kernel", 185584896, 1591296),
+    (("tiled_matmul", 1000, 80, 64, 64, False, 1, 1), "_matmul_kernel", 5775360, 2512000),
+    (("tiled_matmul", 3000, 64, 64, 64, True, 1, 1), "_matmul_kernel", 20742144, 11489664),
+    (("tiled_matmul", 5000, 64, 64, 128, False, 1, 1), "_matmul_kernel", 88860672, 62560000),
+    (("online_softmax", 1000, 1, 64, 64, False, 1, 1), "_online_softmax_kernel", 5024000, 2516000),
+    (("online_softmax", 3000, 1, 64, 64, True, 1, 1), "_online_softmax_kernel", 22979328, 11501664),
+    (("online_softmax", 5000, 1, 64, 32, False, 1, 1), "_online_softmax_kernel", 125120000, 62580000),
+    (("flash_bwd", 4096, 128, 64, 64, True, 1, 16), "_bwd_dq", 1125122048, 16777216),
+    (("flash_bwd", 4096, 80, 64, 64, False, 2, 8), "_bwd_dq", 1364197376, 10485760),
+    (("flash_bwd", 8192, 64, 32, 64, True, 1, 8), "_bwd_dq", 2183135232, 8388608),
+    (("flash_bwd", 2000, 96, 32, 32, True, 4, 6), "_bwd_dq", 615899136, 9216000),
+    (("flash_bwd", 3000, 64, 64, 64, True, 2, 8), "_bwd_dkdv", 324831232, 12288000),
+    (("flash_bwd", 12288, 96, 32, 64, False, 1, 2), "_bwd_dq", 3634888704, 4718592),
+]
+
+
+@pytest.mark.parametrize("cfg,launch,load_bytes,store_bytes", H200_L1)
+def test_l1_view_equals_nsight_compute_where_elements_do_not(cfg, launch, load_bytes, store_bytes):
+    kernel, n, d, bm, bn, causal, batch, heads = cfg
+    io = kernel_io(kernel, n, d, bm, bn, causal, "fp16", batch=batch, heads=heads)
+    L = next(L for L in io.launches if L.name == launch)
+    assert (L.l1_load_bytes, L.l1_store_bytes) == (load_bytes, store_bytes)
+    assert (L.load_bytes, L.store_bytes) != (load_bytes, store_bytes)     # the element bytes do not
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("n,d,bm,bn,causal", [(256, 64, 64, 64, False), (512, 128, 64, 32, True),
+                                              (1024, 80, 128, 64, True), (2048, 96, 32, 64, False)])
+def test_l1_view_whole_sectors(kernel, n, d, bm, bn, causal):
+    """N, d, blocks multiples of 16: the fast path (element bytes, flash backward statistics per warp copy) equals
+    the sector count, and the L1 serves the element bytes of every tensor but those statistics."""
+    io = kernel_io(kernel, n, d, bm, bn, causal, "fp16", batch=2, heads=3)
+    for L, (loads, stores) in zip(io.launches, l1_io(kernel, n, d, bm, bn, causal, "fp16", batch=2, heads=3)):
+        assert (L.l1_loads, L.l1_stores) == (loads, stores)
+        assert L.l1_stores == L.stores
+        assert {t: b for t, b in L.l1_loads.items() if t not in ("LSE", "DELTA")} == \
+            {t: b for t, b in L.loads.items() if t not in ("LSE", "DELTA")}
+        assert all(L.l1_loads[t] % L.loads[t] == 0 for t in L.loads)
+
+
+def test_l1_view_partial_sectors_by_hand():
+    """online_softmax at N=40, fp16, one 64x64 tile, not vectorized (40 is no multiple of 16): each row's 40
+    elements in warp pieces of 32 (64 B) and 8 (16 B). Row r starts at byte 80r: offset 16 in odd rows."""
+    L = kernel_io("online_softmax", 40, 1, 64, 64).launches[0]
+    even = 2 + 1                          # offset 0: 64 B = 2 sectors, then 16 B at 64 = 1
+    odd = 3 + 1                           # offset 16: bytes 16..80 = 3 sectors, then 80..96 = 1
+    assert L.l1_stores["P"] == 32 * 20 * (even + odd)
+    assert L.l1_loads["X"] == 2 * L.l1_stores["P"]
+    assert L.l1_stores["LSE"] == 5 * 32                            # 160 B from byte 0: 5 sectors
+    assert L.stores["P"] == 40 * 40 * 2
