@@ -42,7 +42,7 @@ first use of :func:`flash_attention_cpu`, with a FlashsimError naming ``pip inst
 """
 from __future__ import annotations
 
-from flashsim.cpu.blocks import TILE_COLS, TILE_ROWS, default_blocks, effective_blocks
+from flashsim.cpu.blocks import TILE_COLS, TILE_ROWS, default_blocks, effective_blocks, step_working_set_bytes
 from flashsim.cpu.memory import flash_extra_bytes, naive_extra_bytes
 from flashsim.cpu.naive import naive_attention_numpy
 from flashsim.errors import FlashsimError
@@ -52,6 +52,7 @@ __all__ = [
     "naive_attention_numpy",
     "default_blocks",
     "effective_blocks",
+    "step_working_set_bytes",
     "flash_extra_bytes",
     "naive_extra_bytes",
     "TILE_ROWS",

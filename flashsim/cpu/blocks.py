@@ -76,13 +76,25 @@ def default_blocks(d: int, hardware=None) -> tuple[int, int]:
     if hardware is None:
         hardware = _cpu_hardware()
     budget = hardware.sram_bytes // 2
-    dp = _round_up(int(d), TILE_COLS)
     block_r = 64
     block_c = 64
     for bc in range(64, 1024 + 1, 64):
-        if 4 * (2 * block_r * dp + 2 * bc * dp + block_r * bc) <= budget:
+        if step_working_set_bytes(block_r, bc, d) <= budget:
             block_c = bc
     return block_r, block_c
+
+
+def step_working_set_bytes(block_r: int, block_c: int, d: int) -> int:
+    """float32 bytes one inner-loop step of :func:`flashsim.cpu.flash_attention_cpu` touches: the Q block and its
+    accumulator (``2 * block_r * d'``), one K and one V block (``2 * block_c * d'``) and the score tile
+    (``block_r * block_c``), with d' = d padded to a multiple of 16 as the kernel stores it. The sum
+    :func:`default_blocks` fits in half a core's L2 (chapter 10).
+
+    >>> step_working_set_bytes(64, 640, 64)
+    524288
+    """
+    dp = _round_up(int(d), TILE_COLS)
+    return 4 * (2 * int(block_r) * dp + 2 * int(block_c) * dp + int(block_r) * int(block_c))
 
 
 def effective_blocks(block_r: int, block_c: int) -> tuple[int, int]:

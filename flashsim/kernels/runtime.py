@@ -1,27 +1,32 @@
 """Which backend the Triton kernels run on: a CUDA GPU, or Triton's interpreter on the CPU, decided by one call.
 
 Triton reads ``TRITON_INTERPRET`` when a function is *decorated* (``@triton.jit``), and ``import triton``
-decorates its own library (``tl.zeros`` ...). So the choice has to be made once, before triton is imported, and
-never changed afterwards. :func:`select_backend` makes it: GPU when torch sees a CUDA GPU, the interpreter
-otherwise, unless the caller decided already (``interpret=`` or ``TRITON_INTERPRET`` in the environment).
-``flashsim.kernels`` calls it when imported, before any kernel module imports triton, so importing a kernel never
-depends on what was imported before it. Code that imports triton itself (benchmarks, chapter 12's template)
-calls it first; if triton came first anyway, it raises a :class:`~flashsim.errors.FlashsimError` saying so instead
-of letting the kernels fail later.
+decorates its own library (``tl.zeros`` ...). So the choice has to be made before triton is imported, and never
+changed afterwards. :func:`select_backend` makes it: GPU when torch sees a CUDA GPU, the interpreter otherwise,
+unless the caller decided already (``interpret=`` or ``TRITON_INTERPRET`` in the environment).
 
-It prints nothing: :meth:`Backend.line` is the one calm sentence the course's session helper
-(:func:`flashsim.course.kit.session.start`) shows. Without torch or triton installed it returns an
-``"unavailable"`` backend saying why and how to fix it; :meth:`Backend.require` turns that into a
-:class:`~flashsim.errors.FlashsimError`. This module imports neither torch nor triton at import time.
+``import flashsim.kernels`` takes a default through :func:`import_default` (the same rule), so that a kernel
+module imported directly (``flashsim.kernels.split_kv``) never depends on what was imported before it. That
+default holds only until triton is imported: an explicit ``select_backend(interpret=...)`` (the course's
+``session.start()``) made before then replaces it, because importing this module (which runs the package's
+``__init__``) must not take the choice away from the call that makes it. Code that imports triton itself
+(benchmarks, chapter 12's template) calls :func:`select_backend` first; if triton came first anyway, it raises a
+:class:`~flashsim.errors.FlashsimError` saying so instead of letting the kernels fail later.
+
+It prints one line only where the choice is not the obvious one: when nobody chose, no GPU was found, and so the
+first kernel used runs in the interpreter (:func:`announce_default`, on stderr, once). :meth:`Backend.line` is the
+one calm sentence the course's session helper (:func:`flashsim.course.kit.session.start`) shows. Without torch or
+triton it returns an ``"unavailable"`` backend saying why and how to fix it (the line of
+:func:`flashsim.errors.missing`); :meth:`Backend.require` turns that into a :class:`~flashsim.errors.FlashsimError`.
+This module imports neither torch nor triton at import time.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from dataclasses import dataclass
 
-from flashsim.errors import FlashsimError
+from flashsim.errors import FlashsimError, not_installed
 
 #: the install command that adds torch and triton (pyproject's ``kernels`` extra)
 INSTALL_FIX = 'pip install "flashsim[kernels]"'
@@ -66,6 +71,9 @@ class Backend:
 
 
 _DECIDED: Backend | None = None
+#: True while _DECIDED is import_default()'s choice that no select_backend() call has confirmed or replaced
+_IMPLICIT = False
+_ANNOUNCED = False
 
 
 def _env_interpret() -> bool | None:
@@ -76,10 +84,8 @@ def _env_interpret() -> bool | None:
 
 
 def _missing() -> str | None:
-    for name in ("torch", "triton"):
-        if importlib.util.find_spec(name) is None:
-            return f"{name} is not installed"
-    return None
+    """None, or which of torch and triton are not installed (the clause of :func:`flashsim.errors.missing`)."""
+    return not_installed("kernels")
 
 
 def _decide(interpret: bool | None) -> Backend:
@@ -116,19 +122,56 @@ def select_backend(interpret: bool | None = None) -> Backend:
     it, else takes the GPU when torch sees one and the interpreter otherwise. True or False asks for one
     explicitly. Sets ``TRITON_INTERPRET`` accordingly ("1" or "0") before any kernel is decorated. A second call
     asking for the other backend raises :class:`FlashsimError`: decorated kernels cannot change it (restart the
-    Python process). Without torch or triton: a ``Backend("unavailable", ...)`` naming the fix, no exception.
+    Python process); only the default ``import flashsim.kernels`` took (:func:`import_default`) gives way, as long
+    as triton has not been imported. Without torch or triton: a ``Backend("unavailable", ...)`` naming the fix,
+    no exception.
     """
-    global _DECIDED
-    if _DECIDED is not None and _DECIDED.available:
-        if interpret is not None and bool(interpret) != _DECIDED.interpreter:
+    global _DECIDED, _IMPLICIT
+    if _DECIDED is not None and _DECIDED.available and interpret is not None \
+            and bool(interpret) != _DECIDED.interpreter:
+        if _IMPLICIT and "triton" not in sys.modules:    # the import's default, not yet read by Triton: replace it
+            _DECIDED = None
+        else:
             raise FlashsimError(f"the kernels already run on the {_DECIDED.kind} ({_DECIDED.reason}): Triton fixed "
                                 "that when the kernels were decorated; restart the Python process (kernel) and "
                                 f"call select_backend(interpret={interpret}) first")
-        return _DECIDED
-    _DECIDED = _decide(interpret)
+    _IMPLICIT = False
+    if _DECIDED is None or not _DECIDED.available:
+        _DECIDED = _decide(interpret)
     return _DECIDED
 
 
+def import_default() -> Backend:
+    """The backend ``import flashsim.kernels`` takes when nobody chose before: :func:`select_backend`'s rule, kept
+    as a default that an explicit ``select_backend(interpret=...)`` may still replace until triton is imported."""
+    global _IMPLICIT
+    if _DECIDED is not None and _DECIDED.available:
+        return _DECIDED
+    backend = select_backend()
+    _IMPLICIT = True
+    return backend
+
+
+def current() -> Backend:
+    """The backend decided so far (:func:`import_default`'s when nobody chose), without deciding it again."""
+    return _DECIDED if _DECIDED is not None else import_default()
+
+
+def announce_default() -> None:
+    """Say in one line (stderr, once per process) that the first kernel runs in the interpreter because no GPU was
+    found and nobody chose: the one case where the default is not what a caller would assume. Silent on a GPU,
+    after an explicit :func:`select_backend` (``session.start()`` says its own line), and when the caller set
+    ``TRITON_INTERPRET``."""
+    global _ANNOUNCED
+    backend = current()
+    if _IMPLICIT and not _ANNOUNCED and backend.kind == "interpreter" and backend.reason.startswith("no CUDA GPU"):
+        _ANNOUNCED = True
+        print(f"flashsim.kernels: {backend.line().rstrip('.')} ({_ENV}=1 for this process); call "
+              "flashsim.kernels.select_backend() before the first kernel to choose explicitly and silence this line.",
+              file=sys.stderr)
+
+
 def interpreting() -> bool:
-    """True when the kernels run in the interpreter (the decision of :func:`select_backend`)."""
-    return select_backend().interpreter
+    """True when the kernels run in the interpreter (the decision of :func:`select_backend`, or the import's
+    default)."""
+    return current().interpreter

@@ -21,6 +21,10 @@ Bytes sent per device are measured two ways and returned next to the closed form
 :func:`run_ring` launches it: ``torch.multiprocessing.spawn`` of ``world`` local processes, MASTER_ADDR=127.0.0.1
 and a free port. The inputs are generated from a seed in every process (no input transfer), and rank 0's parent
 compares the gathered output with one-device attention in float64.
+
+The module imports without torch (torch is imported where it is used, an optional extra); :func:`run_ring` and
+:func:`pick_backend` then raise :class:`~flashsim.errors.MissingExtra` with the one line of
+:func:`flashsim.errors.missing` (chapter 13 shows the ring recorded on two H200s instead).
 """
 from __future__ import annotations
 
@@ -31,15 +35,25 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
-import torch
-
-from flashsim.errors import FlashsimError
+from flashsim.errors import FlashsimError, MissingExtra, absent, missing
 from flashsim import kernels
 from flashsim.model.attention.reference import reference_attention
 from flashsim.model.multi.closed_forms import ring_link_bytes
 from flashsim.model.table import Table
 
-_TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+#: the dtypes the ring runs in (torch's names: torch.float32, torch.float16, torch.bfloat16)
+DTYPES = ("fp32", "fp16", "bf16")
+
+
+def _require_torch() -> None:
+    """Raise MissingExtra (what is missing, how to install it) unless torch can be imported here."""
+    if absent("torch"):
+        raise MissingExtra(missing("kernels"))
+
+
+def _torch_dtype(name: str):
+    import torch                          # lazy: torch is an optional extra
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
 
 
 # --- the math of one block and the merge ---------------------------------------------------------------------
@@ -52,6 +66,7 @@ def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale:
     use_triton: compute with the course's Triton kernel :func:`flashsim.kernels.flash_forward` (GPU runs);
     otherwise (CPU processes) with the one reference, :func:`flashsim.model.attention.reference.reference_attention`.
     """
+    import torch                          # lazy: torch is an optional extra
     if use_triton:
         o, lse = kernels.flash_forward(q, k, v, causal=causal_diag, sm_scale=sm_scale)
         return o.float(), lse
@@ -68,6 +83,7 @@ def merge_on_device(o_a, lse_a, o_b, lse_b):
     form of :func:`flashsim.model.attention.online_softmax.merge_partials`, the one definition, which works in
     float64 numpy; tests/multi checks that the two agree.
     """
+    import torch                          # lazy: torch is an optional extra
     lse = torch.logaddexp(lse_a, lse_b)
     wa = torch.exp(lse_a - lse).nan_to_num(0.0).unsqueeze(-1)
     wb = torch.exp(lse_b - lse).nan_to_num(0.0).unsqueeze(-1)
@@ -76,8 +92,9 @@ def merge_on_device(o_a, lse_a, o_b, lse_b):
 
 def make_inputs(batch, heads, n, d, dtype="fp16", seed=0, device="cpu"):
     """Q, K, V (B, H, N, d), the same in every process (CPU generator with a seed, then moved)."""
+    import torch                          # lazy: torch is an optional extra
     g = torch.Generator().manual_seed(int(seed))
-    dt = _TORCH_DTYPES[dtype]
+    dt = _torch_dtype(dtype)
     return tuple(torch.randn(batch, heads, n, d, generator=g).to(dt).to(device) for _ in range(3))
 
 
@@ -135,6 +152,7 @@ def ring_attention(q, k, v, causal: bool = False, sm_scale=None, group=None, use
     dtype, lse fp32 (B, H, n)). ``counters`` (a :class:`RingCounters`) records what was sent and received.
     compute=False moves the blocks without computing (to time the links alone) and returns (None, None).
     """
+    import torch                          # lazy: torch is an optional extra
     import torch.distributed as dist
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     scale = sm_scale if sm_scale is not None else q.shape[-1] ** -0.5
@@ -185,7 +203,9 @@ def free_port() -> int:
 
 
 def pick_backend() -> str:
-    """"nccl" when there are CUDA GPUs and NCCL, else "gloo"."""
+    """"nccl" when there are CUDA GPUs and NCCL, else "gloo"; MissingExtra without torch."""
+    _require_torch()
+    import torch                          # lazy: torch is an optional extra
     import torch.distributed as dist
     if torch.cuda.is_available() and dist.is_nccl_available():
         return "nccl"
@@ -193,6 +213,7 @@ def pick_backend() -> str:
 
 
 def _worker(rank: int, world: int, backend: str, port: int, configs: list, outdir: str) -> None:
+    import torch                          # lazy: torch is an optional extra
     import torch.distributed as dist
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dev = torch.device("cpu")
@@ -308,8 +329,10 @@ def run_ring(world: int = 2, batch: int = 1, heads: int = 2, n: int = 256, d: in
     backend: "gloo" (CPU processes), "nccl" (one GPU per process) or None for :func:`pick_backend`.
     check: compare the gathered output with one-device float64 attention (done here, in the parent).
     comm_only: True moves the blocks without computing (times the links alone; no output, no check); a pair
-    (False, True) runs both.
+    (False, True) runs both. Without torch: :class:`~flashsim.errors.MissingExtra` naming the install.
     """
+    _require_torch()
+    import torch                          # lazy: torch is an optional extra
     import torch.multiprocessing as mp
     backend = backend or pick_backend()
     if backend == "nccl" and torch.cuda.device_count() < world:
@@ -323,8 +346,8 @@ def run_ring(world: int = 2, batch: int = 1, heads: int = 2, n: int = 256, d: in
     causals = [causal] if isinstance(causal, bool) else list(causal)
     dtypes = [dtype] if isinstance(dtype, str) else list(dtype)
     for dt in dtypes:
-        if dt not in _TORCH_DTYPES:
-            raise FlashsimError(f"dtype={dt!r}: use one of {sorted(_TORCH_DTYPES)}")
+        if dt not in DTYPES:
+            raise FlashsimError(f"dtype={dt!r}: use one of {sorted(DTYPES)}")
     comms = [comm_only] if isinstance(comm_only, bool) else list(comm_only)
     configs = [dict(name=f"{dt}_c{int(c)}_m{int(m)}", batch=batch, heads=heads, n=n, d=d, dtype=dt, seed=seed,
                     causal=c, use_triton=use_triton, warmup=warmup, return_output=check and not m, comm_only=m)

@@ -51,3 +51,17 @@ def test_context_dashboard_widgets():
     before = c.view.figure.png()
     c.widgets["device"].value = "t4"
     assert c.device == "t4" and c.view.figure.png() != before and "t4" in c.widgets["readout"].value
+
+
+def test_without_numba_and_a_gpu_one_line_then_the_recorded_measurement(monkeypatch, capsys):
+    import sys
+    for name in ("numba", "torch", "triton"):
+        monkeypatch.setitem(sys.modules, name, None)
+    m = measure_peak_memory(ns=(256, 512, 1024, 2048), d=64)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and 'pip install "flashsim[cpu]"' in out and "recorded" in out
+    assert m["recorded"] and m["ns"] == [512, 1024, 2048] and "benchmarks/results/cpu_peak_memory" in m["backend"]
+    assert m["naive"][2] / m["naive"][1] > 3.5 and m["flash"][2] / m["flash"][1] < 2.2
+    for got, model in zip(m["naive"] + m["flash"], m["naive_model"] + m["flash_model"]):
+        assert abs(got / model - 1) < 0.05
+    assert plots.plot_peak_memory(m) is not None

@@ -30,3 +30,28 @@ def test_cache_block_dashboard():
     assert dash.figure(sweep) is not None
 
 
+
+
+def test_the_working_set_is_the_cpu_kernels_own():
+    from flashsim import cpu
+    for br, bc, d in ((64, 640, 64), (16, 16, 24), (256, 1024, 128), (64, 64, 72)):
+        assert cpu.step_working_set_bytes(br, bc, d) == sol.step_working_set_bytes(br, bc, d)
+
+
+def test_without_numba_one_line_then_the_recorded_measurements(monkeypatch, capsys):
+    import sys
+    monkeypatch.setitem(sys.modules, "numba", None)
+    m = widgets.cpu_time_memory(ns=(512, 1024, 2048))
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and 'pip install "flashsim[cpu]"' in out and "benchmarks/results/cpu_speed" in out
+    assert m["n"] == [512, 1024, 2048] and m["naive_peak"][2] >= 2048 * 2048 * 4
+    assert m["flash_peak"][2] < m["naive_peak"][2] / 2 and max(m["flash_err"]) < 1e-5
+    assert plots.plot_cpu_time_memory(m) is not None
+    dash = widgets.CacheBlockDashboard(d=32)
+    assert capsys.readouterr().out.count("\n") == 1 and dash.recorded and (dash.n, dash.d) == (4096, 64)
+    assert dash.current["time_s"] > 0 and dash.current["working_set"] == sol.step_working_set_bytes(64, 640, 64)
+    dash.update(block_r=32, block_c=192)
+    assert dash.current["time_s"] is None and "not timed" in dash.readout()
+    sweep = dash.sweep(block_r=256)
+    assert sweep["block_r"] == 256 and len(sweep["time_s"]) == len(sweep["block_c"]) >= 5
+    assert dash.figure() is not None and dash.figure(sweep) is not None

@@ -63,3 +63,57 @@ def test_speed_plot_without_gpu():
                    "sdpa_backend": "cuDNN (SDPBackend.CUDNN_ATTENTION)"}
     fig = plot_speed_vs_sdpa(course_only)
     assert len(fig.axes[0].patches) == 2 and "cuDNN" in fig.axes[0].get_xticklabels()[1].get_text()
+
+
+@pytest.fixture
+def no_kernels(monkeypatch):
+    """As if torch and triton were not installed (a lab-only install): ``import torch`` raises ImportError."""
+    import sys
+    for name in ("torch", "triton"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_lab_only_the_cell_defines_its_kernel_and_the_checker_shows_the_recorded_grading(no_kernels, capsys):
+    from flashsim.course.ch12.checks import check_flash_kernel, check_kernel_kv_bytes, triton_modules
+    from flashsim.solutions.ch12 import kernel_kv_bytes
+    triton_, tl_ = triton_modules()
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and 'pip install "flashsim[kernels]"' in out and "Triton kernel" in out
+
+    @triton_.jit
+    def my_inner(q, m_i, l_i, acc, k_base, v_base, stride_n, start_n, offs_m, offs_n, offs_d, N, D, qk_scale,
+                 CAUSAL: tl_.constexpr):
+        return m_i, l_i, acc
+
+    assert my_inner.fn.__name__ == "my_inner" and "not compiled" in repr(my_inner)
+    with pytest.raises(ImportError, match="flashsim"):
+        my_inner()
+    v = check_flash_kernel(my_inner)
+    out = capsys.readouterr().out
+    assert not v and v.diagnosis == "not_graded" and "my_inner was not graded here" in out
+    assert out.splitlines()[0].startswith("torch and triton are not installed") and "NVIDIA H200" in out
+    assert "benchmarks/results/grade_final_h200" in out and "missing_rescale" in out and "1.23×" in out
+    assert [r[0] for r in v.table.rows] == ["solution", "inner_loads_k_twice", "inner_missing_rescale"]
+    assert check_kernel_kv_bytes(kernel_kv_bytes, quiet=True)          # 12.2 needs the kernel view alone
+
+
+def test_lab_only_the_dashboard_shows_the_kernel_view_and_the_comparison_the_recording(no_kernels, capsys):
+    from flashsim.course.ch12.checks import recorded_grading
+    from flashsim.course.ch12.dashboards import KernelBlockDashboard, learner_or_course_kernel
+    assert learner_or_course_kernel(flash_inner, recorded_grading(quiet=True)) is None
+    assert "kernel view" in capsys.readouterr().out
+    dash = KernelBlockDashboard(None)
+    dash.update(block_m=64, block_n=32, causal=True)
+    assert not dash.runnable and dash.current["measured"] is None and dash.current["simulated"]["loads"]["K"] > 0
+    assert "the kernel view alone" in dash.readout() and dash.figure() is not None
+    r = learner_kernel_comparison(None)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and 'pip install "flashsim[kernels]"' in out
+    assert r.backend.startswith("ncu on ") and r.exact and r.plot() is not None
+
+
+def test_the_template_source_reads_the_same_from_its_file(monkeypatch):
+    from flashsim.course.ch12 import dashboards
+    installed = dashboards.template_source()
+    monkeypatch.setattr(dashboards, "missing", lambda extra: "torch and triton are not installed")
+    assert dashboards.template_source() == installed and installed.startswith("@triton.jit\ndef _flash_template")

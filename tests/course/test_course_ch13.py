@@ -71,3 +71,20 @@ def test_widget_wiring_without_a_kernel():
     before = d.view.figure.png()
     d.widgets["splits"].value = 16
     assert d.splits == 16 and d.view.figure.png() != before
+
+
+def test_lab_only_the_real_sections_say_so_and_show_the_h200_recordings(monkeypatch, capsys):
+    import sys
+    from flashsim.course.ch13.dashboards import ring_on_processes, split_kv_here
+    for name in ("torch", "triton"):
+        monkeypatch.setitem(sys.modules, name, None)
+    runs = ring_on_processes(world=2, heads=2, n=256, d=64)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and 'pip install "flashsim[kernels]"' in out and "H200" in out
+    assert [r.causal for r in runs] == [False, True] and all(r.ok and r.backend == "nccl" for r in runs)
+    assert runs[1].sent_bytes[-1] == 0 and runs[0].table() is not None
+    assert plots.plot_ring_bytes(runs[0].sent_bytes, runs[0].simulated_bytes, title="recorded") is not None
+    here = split_kv_here()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("torch and triton are not installed") and len(out) == 1 + len(here["recorded"])
+    assert here["recorded"] and here["measured_bytes"] is None

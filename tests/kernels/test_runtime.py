@@ -1,4 +1,5 @@
-"""flashsim.kernels.runtime: one explicit backend decision, no printing, clear errors (no GPU in CI)."""
+"""flashsim.kernels.runtime: one explicit backend decision, the import's default until triton is imported, one line
+only where nobody chose and the interpreter runs the kernels, clear errors (no GPU in CI)."""
 import subprocess
 import sys
 
@@ -19,6 +20,37 @@ def test_import_prints_nothing_and_decides_the_interpreter_without_a_gpu():
     p = _fresh("import os, flashsim.kernels as K; print(K.INTERPRETER, os.environ['TRITON_INTERPRET'])")
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["True", "1"] and p.stderr == ""
+
+
+def test_first_kernel_says_in_one_line_that_the_default_is_the_interpreter_unless_someone_chose():
+    use = "import flashsim.kernels as K; K.online_softmax; K.naive_attention"
+    p = _fresh(use)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "" and p.stderr.splitlines() == [
+        "flashsim.kernels: No CUDA GPU: the Triton kernels run in Triton's interpreter on the CPU, at small sizes "
+        "(TRITON_INTERPRET=1 for this process); call flashsim.kernels.select_backend() before the first kernel to "
+        "choose explicitly and silence this line."]
+    for chosen, env in (("from flashsim.kernels import select_backend; select_backend(); ", {}),
+                        ("", {"TRITON_INTERPRET": "1"})):
+        p = _fresh(chosen + use, **env)
+        assert p.returncode == 0 and p.stdout == "" and p.stderr == "", p.stderr
+
+
+def test_an_explicit_choice_replaces_the_import_default_until_triton_is_imported(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.setattr(runtime, "_DECIDED", runtime.Backend("gpu", "a CUDA GPU is available", device_name="GPU"))
+    monkeypatch.setattr(runtime, "_IMPLICIT", True)
+    triton = sys.modules.pop("triton", None)
+    try:
+        b = runtime.select_backend(interpret=True)         # what session.start(interpret=True) asks
+    finally:
+        if triton is not None:
+            sys.modules["triton"] = triton
+    assert b.interpreter and "asked for it" in b.reason and runtime.current() is b
+    monkeypatch.setattr(runtime, "_IMPLICIT", True)
+    monkeypatch.setitem(sys.modules, "triton", triton or object())   # now Triton has read the choice: fixed
+    with pytest.raises(FlashsimError, match="restart"):
+        runtime.select_backend(interpret=False)
 
 
 def test_session_start_prints_one_calm_line_on_stdout():

@@ -72,3 +72,20 @@ def test_launcher_errors():
     if not torch.cuda.is_available():
         with pytest.raises(FlashsimError, match="one GPU per process"):
             run_ring(world=2, backend="nccl")
+
+
+def test_without_torch_the_module_imports_and_the_launcher_names_the_install():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from flashsim.multi import distributed as D\n"
+            "from flashsim.errors import MissingExtra\n"
+            "for call in (D.run_ring, D.pick_backend):\n"
+            "    try:\n"
+            "        call()\n"
+            "    except MissingExtra as e:\n"
+            "        print(e)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert len(lines) == 2 and all('pip install "flashsim[kernels]"' in line and "torch" in line for line in lines)

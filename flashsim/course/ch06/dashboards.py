@@ -14,12 +14,14 @@ import numpy as np
 from flashsim import cpu, kernels   # their kernels load on first use (numba, triton): importing them is cheap
 from flashsim.course.ch06.figures import ContextMemoryPlot, context_memory_args
 from flashsim.course.kit.dashboard import Dashboard, choice, slider
+from flashsim.course.kit.optional import missing
+from flashsim.course.kit.results import load_result, result_source
 from flashsim.model.attention.memory_model import attention_memory_bytes, max_context_for
 from flashsim.measure.peak_memory import peak_memory_cpu, peak_memory_gpu
 from flashsim.model.hardware import HBM_CAPACITY_BYTES  # device memory of the presets (re-exported: chapter 06 introduces it)
 
 __all__ = ["HBM_CAPACITY_BYTES", "attention_memory_bytes", "max_context_for", "measure_peak_memory",
-           "peak_growth_model", "ContextMemoryDashboard"]
+           "recorded_peak_memory", "peak_growth_model", "ContextMemoryDashboard"]
 
 GB = 1e9
 
@@ -39,14 +41,22 @@ def measure_peak_memory(ns=(512, 1024, 2048, 4096), d: int = 64, seed: int = 0) 
     On a CUDA GPU: torch's plain softmax(QKᵀ/√d)V against the course's Triton flash_forward, fp16, with
     :func:`flashsim.measure.peak_memory.peak_memory_gpu`. Otherwise: :func:`flashsim.cpu.naive_attention_numpy` against
     :func:`flashsim.cpu.flash_attention_cpu` (numba), float32, with :func:`flashsim.measure.peak_memory.peak_memory_cpu`
-    (tracemalloc). Returns {"backend", "ns", "naive", "flash", "naive_model", "flash_model"} (bytes).
+    (tracemalloc). Returns {"backend", "ns", "naive", "flash", "naive_model", "flash_model"} (bytes). Without a GPU
+    and without numba: one line says so, and the same measurement recorded on a CPU is returned
+    (:func:`recorded_peak_memory`).
 
     Introduced in chapter 06.
     """
     from tqdm.auto import tqdm
 
-    import torch
-    gpu = torch.cuda.is_available()
+    gpu = False
+    if not missing("kernels"):
+        import torch                                    # lazy: torch only where the kernels run
+        gpu = torch.cuda.is_available()
+    why = None if gpu else missing("cpu")
+    if why:
+        print(f"{why} Shown instead: the measurement recorded on a CPU.")
+        return recorded_peak_memory(ns)
     out = {"ns": list(ns), "naive": [], "flash": [], "naive_model": [], "flash_model": []}
     rng = np.random.default_rng(seed)
     if gpu:
@@ -80,6 +90,27 @@ def measure_peak_memory(ns=(512, 1024, 2048, 4096), d: int = 64, seed: int = 0) 
             out["naive_model"].append(peak_growth_model("naive", n, d, 4, score_matrices=1))
             # the numba kernel's own O(N·d) workspaces (counted from its array shapes), and O
             out["flash_model"].append(cpu.flash_extra_bytes(n, d) + 4 * n * d)
+    return out
+
+
+def recorded_peak_memory(ns=None) -> dict:
+    """:func:`measure_peak_memory`'s CPU measurement as recorded (numpy naive against the numba flash kernel,
+    float32, tracemalloc), at the asked N where it has them (else at every N it has both): the same keys, the model
+    being the flash kernel's extra bytes as counted for the recording machine (its thread count) plus the output.
+
+    Introduced in chapter 06.
+    """
+    record = load_result("cpu_peak_memory")
+    rows = [r for r in record["cpu"] if r["naive numpy"] is not None and r["flash (numba)"] is not None]
+    asked = [r for r in rows if ns is not None and r["N"] in set(ns)]
+    rows = asked or rows
+    out = {"backend": f"recorded on a CPU ({record['machine']['cores']} cores, numba {record['versions']['numba']}), "
+                      f"float32, tracemalloc (numpy naive vs numba flash): {result_source('cpu_peak_memory')}",
+           "ns": [r["N"] for r in rows], "naive": [r["naive numpy"] for r in rows],
+           "flash": [r["flash (numba)"] for r in rows], "recorded": True}
+    # numpy overwrites S with P: one float32 N×N matrix, and O; flash: its O(N·d) workspaces, and O
+    out["naive_model"] = [peak_growth_model("naive", r["N"], r["d"], 4, score_matrices=1) for r in rows]
+    out["flash_model"] = [r["flash_predicted_extra_bytes"] + r["output_bytes"] for r in rows]
     return out
 
 

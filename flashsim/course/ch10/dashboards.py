@@ -4,8 +4,11 @@
 * :func:`cpu_time_memory`: :func:`flashsim.cpu.flash_attention_cpu` (numba, blocked, float32) against
   :func:`flashsim.cpu.naive_attention_numpy`, time and peak memory *measured here* over N;
 * :class:`CacheBlockDashboard`: block sizes against cache sizes: the working set of one step of the course's CPU
-  kernel and the measured time, with ``update(block_r=...,
+  kernel (:func:`flashsim.cpu.step_working_set_bytes`) and the measured time, with ``update(block_r=...,
   block_c=...)`` and ``current`` testable without Jupyter.
+
+Without numba (a lab-only install) both say so in one line and show the measurements recorded on a CPU instead
+(:func:`recorded_time_memory`, the block sweep of the same record).
 """
 from __future__ import annotations
 
@@ -16,13 +19,18 @@ import numpy as np
 from flashsim.course import pick
 from flashsim.course.ch10.figures import BlockCachePlot
 from flashsim.course.kit.dashboard import Dashboard, slider
+from flashsim.course.kit.optional import missing
+from flashsim.course.kit.results import load_result, result_source
 from flashsim import cpu        # cpu.flash_attention_cpu loads its numba kernel on first use (an optional dependency)
-from flashsim.cpu import default_blocks, flash_extra_bytes, naive_attention_numpy, naive_extra_bytes
+from flashsim.cpu import (default_blocks, flash_extra_bytes, naive_attention_numpy, naive_extra_bytes,
+                          step_working_set_bytes)
 from flashsim.errors import FlashsimError
+from flashsim.measure.peak_memory import peak_memory_cpu
 from flashsim.model.attention.reference import reference_attention
 from flashsim.model.hardware import _read_cache_bytes, get_device
 
-__all__ = ["cpu_hierarchy", "cpu_time_memory", "CacheBlockDashboard", "time_call", "CPU_BLOCK_CS"]
+__all__ = ["cpu_hierarchy", "cpu_time_memory", "recorded_time_memory", "CacheBlockDashboard", "time_call",
+           "CPU_BLOCK_CS"]
 
 #: block_c values of the dashboard (multiples of 64, one packed panel of Kᵀ)
 # block_c values of the sweep and slider: every 64 up to 1024, then past a typical per-core L2 (1–2 MiB)
@@ -60,14 +68,19 @@ def cpu_time_memory(ns=(512, 1024, 2048), d: int = 64, repeat: int = 5) -> dict:
     """Measure flash (numba) and naive (numpy) here: best time of `repeat`, peak memory (tracemalloc), max error vs float64.
 
     Returns {"n": [...], "flash_s", "naive_s", "flash_peak", "naive_peak", "flash_predicted" (extra bytes from
-    :func:`flashsim.cpu.flash_extra_bytes` + the output), "naive_predicted", "flash_err", "naive_err"}.
+    :func:`flashsim.cpu.flash_extra_bytes` + the output), "naive_predicted", "flash_err", "naive_err", "d",
+    "time_label"}. Without numba: one line says so, and :func:`recorded_time_memory` is returned.
     """
     from tqdm.auto import tqdm
 
-    from flashsim.measure.peak_memory import peak_memory_cpu    # lazy: flashsim.measure imports torch
+    why = missing("cpu")
+    if why:
+        recorded = recorded_time_memory(ns)
+        print(f"{why} Shown instead: the measurements {recorded['source']}.")
+        return recorded
     out = {k: [] for k in ("n", "flash_s", "naive_s", "flash_peak", "naive_peak", "flash_predicted",
                            "naive_predicted", "flash_err", "naive_err")}
-    out["d"] = d
+    out.update(d=d, time_label=f"best time of {repeat} (s)")
     for n in tqdm(ns, desc="flash vs naive on the CPU", leave=False):
         q, k, v = _inputs(n, d)
         out["n"].append(n)
@@ -84,12 +97,28 @@ def cpu_time_memory(ns=(512, 1024, 2048), d: int = 64, repeat: int = 5) -> dict:
     return out
 
 
-def _step_working_set_bytes(block_r: int, block_c: int, d: int) -> int:
-    """float32 bytes one inner-loop step of :func:`flashsim.cpu.flash_attention_cpu` touches: the Q block and its
-    accumulator, one K and one V block, the S tile; d padded to a multiple of 16 as the kernel stores it (the rule
-    of :func:`flashsim.cpu.default_blocks`). Kept here until :mod:`flashsim.cpu` exposes it."""
-    dp = -(-d // 16) * 16
-    return 4 * (2 * block_r * dp + 2 * block_c * dp + block_r * block_c)
+def recorded_time_memory(ns=None) -> dict:
+    """:func:`cpu_time_memory`'s measurement as recorded on a CPU: the median times of the speed record and the
+    tracemalloc peaks of the peak-memory record, at the asked N where both have them (else at every N both have),
+    with the same keys plus "source". The flash prediction is the extra bytes counted for the recording machine."""
+    speed, peak = load_result("cpu_speed"), load_result("cpu_peak_memory")
+    peaks = {r["N"]: r for r in peak["cpu"] if r["naive numpy"] is not None and r["flash (numba)"] is not None}
+    rows = [r for r in speed["speed"] if r["N"] in peaks]
+    rows = [r for r in rows if ns is not None and r["N"] in set(ns)] or rows
+    out = {"n": [r["N"] for r in rows], "d": rows[0]["d"],
+           "flash_s": [r["median_ms"]["flash (numba)"] * 1e-3 for r in rows],
+           "naive_s": [r["median_ms"]["naive numpy"] * 1e-3 for r in rows],
+           "flash_peak": [peaks[r["N"]]["flash (numba)"] for r in rows],
+           "naive_peak": [peaks[r["N"]]["naive numpy"] for r in rows],
+           "flash_predicted": [peaks[r["N"]]["flash_predicted_extra_bytes"] + peaks[r["N"]]["output_bytes"]
+                               for r in rows],
+           "naive_predicted": [naive_extra_bytes(r["N"], r["d"]) + peaks[r["N"]]["output_bytes"] for r in rows],
+           "flash_err": [r["max_abs_error_vs_float64"]["flash (numba)"] for r in rows],
+           "naive_err": [r["max_abs_error_vs_float64"]["naive numpy"] for r in rows],
+           "time_label": "recorded median time (s)",
+           "source": f"recorded on {speed['machine']['cpu_short']} (numba {speed['versions']['numba']}): "
+                     f"{result_source('cpu_speed')}, {result_source('cpu_peak_memory')}"}
+    return out
 
 
 class CacheBlockDashboard(Dashboard):
@@ -97,18 +126,31 @@ class CacheBlockDashboard(Dashboard):
 
     ``current`` = {"block_r", "block_c", "working_set", "level" (the smallest cache it fits in), "time_s"}.
     Times are measured on first use of a block pair and kept, so moving back is instant and re-running a cell
-    shows the same numbers.
+    shows the same numbers. Without numba (said in one line) the times, caches, N and d are those of the block
+    sweep recorded on a CPU (``recorded``: its source), and ``time_s`` is None at a pair it did not time.
     """
 
     BLOCK_RS = (16, 32, 64, 128, 256)
     plot = BlockCachePlot
 
     def __init__(self, n: int | None = None, d: int = 64, block_r: int = 64, block_c: int | None = None):
-        self.n = int(n or pick(small=1024, full=4096))
-        self.d = d
-        self.caches = cpu_hierarchy()
-        self.default = default_blocks(d)
-        self.q, self.k, self.v = _inputs(self.n, d, seed=1)
+        why = missing("cpu")
+        self.recorded = None
+        if why:
+            record = load_result("cpu_speed")
+            self._record = record["block_sweep"]
+            self.recorded = f"recorded on {record['machine']['cpu_short']}: {result_source('cpu_speed')}"
+            print(f"{why} Shown instead: the block sweep {self.recorded}.")
+            self.n, self.d = int(self._record["N"]), int(self._record["d"])
+            self.caches = {"L1d": self._record["l1d_bytes"], "L2": self._record["l2_bytes"],
+                           "L3": record["machine"].get("llc_bytes"), "cores": record["machine"]["cores"]}
+            self.default = tuple(self._record["default_blocks"])
+        else:
+            self.n = int(n or pick(small=1024, full=4096))
+            self.d = d
+            self.caches = cpu_hierarchy()
+            self.default = default_blocks(d)
+            self.q, self.k, self.v = _inputs(self.n, d, seed=1)
         self._times: dict = {}
         self._sweeps: dict = {}
         self.block_r, self.block_c = int(block_r), int(block_c or self.default[1])
@@ -126,10 +168,20 @@ class CacheBlockDashboard(Dashboard):
                 return name
         return "DRAM"
 
-    def time_for(self, block_r: int, block_c: int) -> float:
+    def _recorded_points(self, block_r: int) -> list:
+        """The recorded sweep's points at block_r (at the record's first block_r where it has none)."""
+        points = self._record["points"]
+        return [p for p in points if p["block_r"] == block_r] or [p for p in points
+                                                                  if p["block_r"] == points[0]["block_r"]]
+
+    def time_for(self, block_r: int, block_c: int) -> float | None:
         """Best-of-5 seconds on ONE thread: the cache question is per core, and a second thread that shares the
-        core with other work (Binder, a busy laptop) makes two-thread timings jump between levels."""
+        core with other work (Binder, a busy laptop) makes two-thread timings jump between levels. Recorded: the
+        record's median at that pair, or None."""
         key = (int(block_r), int(block_c))
+        if self.recorded:
+            return next((p["median_ms"] * 1e-3 for p in self._record["points"]
+                         if (p["block_r"], p["block_c"]) == key), None)
         if key not in self._times:
             import numba                                           # lazy: numba only where the kernel runs
             threads = numba.get_num_threads()
@@ -147,29 +199,38 @@ class CacheBlockDashboard(Dashboard):
         if br <= 0 or bc <= 0:
             raise FlashsimError(f"block_r={br}, block_c={bc} must be positive: e.g. block_r=64, block_c=256")
         self.block_r, self.block_c = br, bc
-        ws = _step_working_set_bytes(br, bc, self.d)
+        ws = step_working_set_bytes(br, bc, self.d)
         self.current = {"block_r": br, "block_c": bc, "working_set": ws, "level": self.level(ws),
                         "time_s": self.time_for(br, bc)}
         return self.current
 
     def sweep(self, block_cs=CPU_BLOCK_CS, block_r: int | None = None) -> dict:
         """Times and working sets over block_c (block_r fixed): {"block_c", "working_set", "time_s"}; kept per
-        (block_r, block_cs), so the dashboard's figure only re-measures for a new block_r."""
+        (block_r, block_cs), so the dashboard's figure only re-measures for a new block_r. Recorded: the record's
+        block_c values at that block_r (its first block_r where it has none), whatever `block_cs` asks."""
         from tqdm.auto import tqdm
         br = int(block_r or self.block_r)
+        if self.recorded:
+            points = self._recorded_points(br)
+            br = points[0]["block_r"]
+            block_cs = tuple(p["block_c"] for p in points)
         key = (br, tuple(block_cs))
         if key not in self._sweeps:
             self._sweeps[key] = {
                 "block_r": br, "block_c": list(block_cs),
-                "working_set": [_step_working_set_bytes(br, bc, self.d) for bc in block_cs],
-                "time_s": [self.time_for(br, bc) for bc in tqdm(block_cs, desc="block_c sweep", leave=False)]}
+                "working_set": [step_working_set_bytes(br, bc, self.d) for bc in block_cs],
+                "time_s": [self.time_for(br, bc) for bc in tqdm(block_cs, desc="block_c sweep", leave=False,
+                                                                disable=bool(self.recorded))]}
+            if self.recorded:
+                self._sweeps[key]["time_label"] = "time (ms, recorded median)"
         return self._sweeps[key]
 
     def readout(self) -> str:
         c = self.current
+        time = "not timed in the record" if c["time_s"] is None else f"{c['time_s'] * 1e3:.1f} ms"
         return (f"N={self.n}, d={self.d}: {c['block_r']} x {c['block_c']} blocks, one step touches "
-                f"{c['working_set'] / 1024:.0f} KiB (fits in {c['level']}), {c['time_s'] * 1e3:.1f} ms "
-                f"(default blocks {self.default[0]} x {self.default[1]})")
+                f"{c['working_set'] / 1024:.0f} KiB (fits in {c['level']}), {time} "
+                f"(default blocks {self.default[0]} x {self.default[1]})" + (", recorded" if self.recorded else ""))
 
     def plot_args(self, sweep: dict | None = None) -> dict:
         return {"sweep": sweep or self.sweep(), "caches": self.caches, "current": self.current,

@@ -40,7 +40,7 @@ def plot_cpu_time_memory(m: dict):
     ax1.loglog(n, m["naive_s"], "o-", color="#7f7f7f", label="naive numpy")
     ax1.loglog(n, m["flash_s"], "o-", color="#1f77b4", label="flash (numba, blocked)")
     ax1.set_xlabel("N")
-    ax1.set_ylabel("best time of 5 (s)")
+    ax1.set_ylabel(m.get("time_label", "best time of 5 (s)"))
     ax1.set_title(f"time, d={m['d']}, float32", fontsize=9)
     ax1.legend(fontsize=8)
     ax2.loglog(n, m["naive_peak"], "o-", color="#7f7f7f", label="naive, measured")
@@ -67,10 +67,11 @@ class BlockCachePlot(LivePlot):
     def draw(self, fig, sweep: dict, caches: dict, current: dict | None = None, title: str = ""):
         ax = fig.add_subplot()
         bc = np.asarray(sweep["block_c"])
-        ax.plot(bc, np.asarray(sweep["time_s"]) * 1e3, "o-", color="#1f77b4", label="time (ms, best of 5)")
+        ax.plot(bc, np.asarray(sweep["time_s"]) * 1e3, "o-", color="#1f77b4",
+                label=sweep.get("time_label", "time (ms, best of 5)"))
         (self._marker,) = ax.plot([], [], "o", color="#d62728", ms=10)
         ax.set_xlabel(f"block_c (block_r = {sweep['block_r']})")
-        ax.set_ylabel("best time (ms)", color="#1f77b4")
+        ax.set_ylabel("best time (ms)" if "time_label" not in sweep else "time (ms)", color="#1f77b4")
         ax2 = ax.twinx()
         ax2.plot(bc, np.asarray(sweep["working_set"]) / 1024, "s--", color="#ff7f0e", ms=3, label="working set")
         for name, color in (("L1d", "#2ca02c"), ("L2", "#9467bd")):
@@ -87,7 +88,7 @@ class BlockCachePlot(LivePlot):
         self._mark(sweep, current, title)
 
     def _mark(self, sweep, current, title) -> None:
-        on = current is not None and current["block_r"] == sweep["block_r"]
+        on = current is not None and current["block_r"] == sweep["block_r"] and current["time_s"] is not None
         self._marker.set_data([current["block_c"]] if on else [], [current["time_s"] * 1e3] if on else [])
         self._title.set_text("\n".join(textwrap.wrap(title, 100)))
 

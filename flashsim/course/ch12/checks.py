@@ -17,6 +17,12 @@
 Every wrong answer gets a diagnosis from the evidence (:func:`flashsim.course.kit.checker.diagnose_attention`
 for the output, the read/write table for the bytes, the learner's own line for an exception).
 :func:`learner_kernel_comparison` is the chapter's "On the real GPU" section for the learner's kernel.
+
+Without torch and triton (a lab-only install) nothing can be graded: :func:`check_flash_kernel` says so in one line
+and shows the checker's verdicts recorded on a GPU (:func:`recorded_grading`), :func:`learner_kernel_comparison`
+shows the course kernel's recorded measurement, and exercise 12.2 (the kernel view alone) runs as everywhere.
+:func:`triton_modules` gives the exercise cell triton, or stand-ins that let it define its kernel
+(:mod:`flashsim.course.ch12.standin`).
 """
 from __future__ import annotations
 
@@ -24,7 +30,6 @@ import inspect
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import textwrap
 
@@ -34,16 +39,20 @@ from flashsim.course import pick
 from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, call_learner, check_cases,
                                          diagnose_attention, error_verdict, exercise, io_differs, io_rows,
                                          OUT_OF_BOUNDS, verdict)
-from flashsim.course.kit.real_gpu import Comparison
+from flashsim.course.ch12.standin import triton_modules
+from flashsim.course.kit.optional import missing
+from flashsim.course.kit.real_gpu import Comparison, recorded
+from flashsim.course.kit.results import load_result, result_source
 from flashsim.errors import FlashsimError
 from flashsim.kernels import runtime
 from flashsim.measure import bench, count_io
-from flashsim.measure.ncu import REQUIRED_METRICS, _find_ncu, _launch_record, _parse_ncu_csv
+from flashsim.measure.ncu import ncu_profile_script
 from flashsim.model.attention.reference import reference_attention
 from flashsim.model.kernel_io import kernel_dram, kernel_io
+from flashsim.model.table import Table
 
 __all__ = ["check_flash_kernel", "check_kernel_kv_bytes", "learner_kernel_comparison", "run_learner_kernel",
-           "sdpa_speed", "CH12_SPEED_SIZES", "CH12_CHECK_CASES"]
+           "recorded_grading", "sdpa_speed", "triton_modules", "CH12_SPEED_SIZES", "CH12_CHECK_CASES"]
 
 FLASH_KERNEL = exercise(
     "12.1", "the FlashAttention forward kernel",
@@ -213,13 +222,10 @@ def ncu_learner_io(inner, n: int, d: int, heads: int, causal: bool, block_m: int
                    timeout: float = 300.0) -> dict:
     """Nsight Compute's global load/store bytes of one launch of the template with the learner's body (fp16).
 
-    Writes the learner's kernel source to a temporary script, runs it under ``ncu`` and returns {"backend": "ncu",
-    "global_load_bytes", "global_store_bytes", "launch": {...}}; raises FlashsimError when ncu is missing or may
-    not read the counters.
+    Writes the learner's kernel source to a temporary script, runs it under ``ncu``
+    (:func:`flashsim.measure.ncu.ncu_profile_script`) and returns {"backend": "ncu", "global_load_bytes",
+    "global_store_bytes", "launch": {...}}; raises FlashsimError when ncu is missing or may not read the counters.
     """
-    exe = _find_ncu()
-    if exe is None:
-        raise FlashsimError("Nsight Compute (ncu) not found on PATH")
     src = textwrap.dedent(_learner_source(inner)[0])
     if not src.lstrip().startswith("@"):
         src = "@triton.jit\n" + src
@@ -230,16 +236,7 @@ def ncu_learner_io(inner, n: int, d: int, heads: int, causal: bool, block_m: int
         with open(path, "w") as f:
             f.write(_NCU_CHILD.format(root=root, source=src, heads=heads, n=n, d=d, name=name, causal=bool(causal),
                                       bm=block_m, bn=block_n))
-        cmd = [exe, "--csv", "--print-units", "base", "--clock-control", "none", "--kernel-name",
-               "regex:^_flash_template_kernel$", "--metrics", ",".join(REQUIRED_METRICS), sys.executable, path]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    text = proc.stdout + "\n" + proc.stderr
-    if "ERR_NVGPUCTRPERM" in text:
-        raise FlashsimError("no permission to read GPU counters (ERR_NVGPUCTRPERM)")
-    rows = _parse_ncu_csv(proc.stdout)
-    if not rows:
-        raise FlashsimError(f"ncu returned no metrics (exit {proc.returncode}): {text.strip()[-800:]}")
-    launch = _launch_record(rows[-1])
+        launch = ncu_profile_script(path, "^_flash_template_kernel$", timeout=timeout)[-1]
     return {"backend": "ncu", "global_load_bytes": int(launch["global_load_bytes"]),
             "global_store_bytes": int(launch["global_store_bytes"]), "launch": launch}
 
@@ -286,7 +283,11 @@ def check_flash_kernel(inner, *, check_speed: bool | None = None, max_slowdown: 
     Nsight Compute on a GPU). max_slowdown: the most times slower than SDPA's fastest backend that still passes.
     cases: (n, d, heads, causal, block_m, block_n, amplitude) tuples, default :data:`CH12_CHECK_CASES`.
     dtype: "fp32" in the interpreter (tolerance 2e-4), "fp16" on a GPU (tolerance 2e-2) by default.
+    Without torch and triton: one line says so, and :func:`recorded_grading` shows what the checker said on a GPU.
     """
+    why = missing("kernels")
+    if why:
+        return recorded_grading(inner, why, quiet=quiet)
     from flashsim.course.ch12.template import INNER_SIGNATURE, is_jit_function   # needs triton
     if not is_jit_function(inner):
         return verdict(FLASH_KERNEL, False, f"expected a @triton.jit function with the signature {INNER_SIGNATURE}, "
@@ -384,6 +385,44 @@ def check_flash_kernel(inner, *, check_speed: bool | None = None, max_slowdown: 
                    f"{worst:.2e}); {io_line}; {line}", table=table, quiet=quiet, **details)
 
 
+def _recorded_cell(run: dict) -> str:
+    """One recorded verdict in a few words: ✔ passed (and why it passed where that is the point), or ✘ the
+    diagnosis."""
+    if not run["passed"]:
+        return f"✘ {run['diagnosis']}"
+    return "✔ passed" + (" (the compiler merged the repeated load)" if run["details"].get("merged_by_compiler")
+                         else "")
+
+
+def recorded_grading(inner=None, why: str | None = None, quiet: bool = False):
+    """Exercise 12.1 where torch and triton are missing: one line (what is missing, that the learner's kernel is not
+    graded here), then the checker's verdicts recorded on a GPU and in its interpreter for the course's solution
+    and two wrong kernels, as a table. Returns a Verdict that did not pass (diagnosis "not_graded") whose details
+    hold the record."""
+    record = load_result("grade_final_h200")
+    why = why or missing("kernels") or "the Triton kernels are installed here: run check_flash_kernel"
+    name = getattr(getattr(inner, "fn", inner), "__name__", None) if inner is not None else None
+    yours = f"your {name} was not graded here" if name else "nothing was graded here"
+    line = (f"{why} 12.1 needs them: {yours}. The checker's verdicts recorded on an {record['device']} (torch "
+            f"{record['torch']}, triton {record['triton']}; {result_source('grade_final_h200')}) and in its "
+            "interpreter, for the course's solution and two wrong kernels:")
+    rows = []
+    for kernel, gpu in record["kernels"].items():
+        speed = gpu["details"].get("speed") or {}
+        ratio = speed.get("slowdown_vs_sdpa")
+        rows.append([kernel, _recorded_cell(gpu), _recorded_cell(record["interpreter"][kernel]) if kernel in
+                     record["interpreter"] else None, f"{ratio:.2f}× SDPA's time" if ratio else None])
+    table = Table(["kernel", f"on the {record['device']} (ncu bytes, speed)", "in the interpreter (counted bytes)",
+                   "speed"], rows)
+    v = Verdict(FLASH_KERNEL.id, FLASH_KERNEL.title, False, line, "not_graded", table,
+                {"recorded": record, "source": result_source("grade_final_h200")})
+    if not quiet:
+        print(line)
+        print(table)
+        v._shown = True
+    return v
+
+
 def learner_kernel_comparison(inner, *, n: int | None = None, d: int | None = None, block_m: int | None = None,
                               block_n: int | None = None, causal: bool = False, dtype: str | None = None,
                               quiet: bool = False):
@@ -391,8 +430,17 @@ def learner_kernel_comparison(inner, *, n: int | None = None, d: int | None = No
 
     inner None: the course's own :func:`flashsim.kernels.flash_forward` (what the chapter runs until the learner's
     kernel passes), and the notice says so. Interpreter: bytes counted by :func:`flashsim.measure.count_io`. GPU: the kernel is timed (do_bench median),
-    and the bytes it must move are the simulator's; the DRAM row is the L2 model's prediction.
+    and the bytes it must move are the simulator's; the DRAM row is the L2 model's prediction. Without torch and
+    triton: one line says so, then the course kernel's measurement recorded on a GPU
+    (:func:`flashsim.course.kit.real_gpu.recorded`).
     """
+    why = missing("kernels")
+    if why:
+        result = recorded("flash_fwd", n=n, d=d, block_m=block_m, block_n=block_n, causal=causal,
+                          dtype=dtype or "fp16", notice=why)
+        if not quiet:
+            print(result.notice)
+        return result
     from flashsim.kernels import default_blocks, flash_forward   # needs triton
     interp = runtime.interpreting()
     n = int(n or (128 if interp else pick(small=128, full=4096)))  # the interpreter is slow at GPU sizes

@@ -5,15 +5,23 @@ causal=...)`` and keeps ``current``, so tests drive it without Jupyter. In the i
 kernel at a small N and counts its loads and stores; on a GPU it times the kernel (``do_bench`` median) at a full
 size instead. Until the learner's kernel passes, it runs the course's own kernel (:func:`learner_or_course_kernel`).
 
+Without torch and triton (a lab-only install) the dashboard shows the simulator's kernel view alone, and the
+template's source is read from its file.
+
 What an H200 adds to this kernel (tuning, pipelining, TMA, warp roles) is chapter 14's (:mod:`flashsim.course.ch14`).
 """
 from __future__ import annotations
 
+import ast
 import inspect
+from importlib.resources import files
 
+from flashsim import kernels            # the kernels load on first use (torch and triton): importing it is cheap
 from flashsim.course import pick
 from flashsim.course.ch12.figures import KernelIOPlot
 from flashsim.course.kit.dashboard import Dashboard, slider, toggle
+from flashsim.course.kit.optional import missing
+from flashsim.measure import bench, count_io, make_inputs
 from flashsim.model.kernel_io import kernel_io
 
 __all__ = ["KernelBlockDashboard", "template_source", "learner_or_course_kernel"]
@@ -22,7 +30,13 @@ BLOCKS = (16, 32, 64, 128)
 
 
 def template_source() -> str:
-    """The Triton source of the chapter-12 template kernel (:mod:`flashsim.course.ch12.template`), to read."""
+    """The Triton source of the chapter-12 template kernel (:mod:`flashsim.course.ch12.template`), to read; without
+    torch and triton read from the module's file (the same lines, decorator included)."""
+    if missing("kernels"):
+        text = (files("flashsim.course.ch12") / "template.py").read_text(encoding="utf-8")
+        (node,) = [n for n in ast.parse(text).body if getattr(n, "name", None) == "_flash_template_kernel"]
+        first = min([node.lineno, *(dec.lineno for dec in node.decorator_list)])
+        return "".join(text.splitlines(keepends=True)[first - 1:node.end_lineno])
     from flashsim.course.ch12.template import _flash_template_kernel     # lazy: the template imports triton
     return inspect.getsource(getattr(_flash_template_kernel, "fn", _flash_template_kernel))
 
@@ -33,6 +47,10 @@ def learner_or_course_kernel(inner, verdict):
     if verdict:
         print("using your kernel")
         return inner
+    if getattr(verdict, "diagnosis", None) == "not_graded":   # no torch and triton here: nothing can run
+        print("without torch and triton the cells below show the simulator's kernel view and the course kernel's "
+              "recorded measurement")
+        return None
     print("your kernel did not pass yet: the cells below use the course's kernel (flashsim.kernels.flash_forward)")
     return None
 
@@ -52,16 +70,17 @@ class KernelBlockDashboard(Dashboard):
 
     In the interpreter each move runs the kernel at a small N and counts its loads and stores; on a GPU it times it
     (``do_bench`` median) at a full size instead. ``current`` = {"block_m", "block_n", "causal", "simulated":
-    {"loads", "stores"}, "measured": ... or None, "time_ms": ... or None, "exact": bool or None}.
+    {"loads", "stores"}, "measured": ... or None, "time_ms": ... or None, "exact": bool or None}. Without torch and
+    triton (``runnable`` False) nothing runs: "measured" and "time_ms" stay None, the kernel view alone is shown.
     """
 
     plot = KernelIOPlot
 
     def __init__(self, inner=None, n: int | None = None, d: int | None = None, block_m: int = 32,
                  block_n: int = 32, causal: bool = False):
-        from flashsim.kernels import INTERPRETER                 # lazy: flashsim.kernels imports torch and triton
         self.inner = inner
-        self.interpreter = bool(INTERPRETER)
+        self.runnable = missing("kernels") is None
+        self.interpreter = bool(kernels.INTERPRETER)
         self.n = int(n or (96 if self.interpreter else pick(small=1024, full=4096)))
         self.d = int(d or (32 if self.interpreter else 64))
         self.dtype = "fp32" if self.interpreter else "fp16"
@@ -76,8 +95,7 @@ class KernelBlockDashboard(Dashboard):
 
     def _run(self, q, k, v, causal: bool, block_m: int, block_n: int):
         if self.inner is None:
-            from flashsim.kernels import flash_forward
-            return flash_forward(q, k, v, causal=causal, block_m=block_m, block_n=block_n)
+            return kernels.flash_forward(q, k, v, causal=causal, block_m=block_m, block_n=block_n)
         from flashsim.course.ch12.template import flash_forward_template
         return flash_forward_template(q, k, v, self.inner, causal=causal, block_m=block_m, block_n=block_n)
 
@@ -85,13 +103,15 @@ class KernelBlockDashboard(Dashboard):
         key = (int(block_m), int(block_n), bool(causal))
         if key in self._cache:
             return self._cache[key]
-        from flashsim.measure import bench, count_io, make_inputs   # lazy: flashsim.measure imports torch
         sim = _one_launch(kernel_io("flash_fwd", self.n, self.d, block_m, block_n, causal=causal,
                                     dtype=self.dtype).per_tensor())
-        q, k, v = make_inputs("flash_fwd", self.n, self.d, self.dtype, device="cpu" if self.interpreter else "cuda",
-                              seed=3)
         out = {"block_m": key[0], "block_n": key[1], "causal": key[2], "simulated": sim, "measured": None,
                "time_ms": None, "exact": None}
+        if not self.runnable:
+            self._cache[key] = out
+            return out
+        q, k, v = make_inputs("flash_fwd", self.n, self.d, self.dtype, device="cpu" if self.interpreter else "cuda",
+                              seed=3)
         if self.interpreter:
             counted = count_io(self._run, q, k, v, causal=key[2], block_m=key[0], block_n=key[1])
             out["measured"] = _one_launch(counted.per_tensor())
@@ -118,6 +138,8 @@ class KernelBlockDashboard(Dashboard):
             text += f", measured {meas:,} B ({'equal' if c['exact'] else 'DIFFERENT'})"
         if c["time_ms"] is not None:
             text += f", {c['time_ms']:.3f} ms on the GPU"
+        if not self.runnable:
+            text += " (the kernel view alone: torch and triton are not installed)"
         return text
 
     def plot_args(self) -> dict:

@@ -6,19 +6,31 @@ without Jupyter (tests) or by their controls after ``show()``::
     r = RingStepper(world=4, causal=True); r.update(2)["step"]["sends"]    # which devices send at step 2
     OverlapDashboard().update(block=1024, link="pcie5")                   # the transfer does not hide
     DecodingDashboard().update(splits=16).time_s                           # modelled time on the H200
+
+and the two sections that run real code: :func:`ring_on_processes` (ring attention on local processes with
+``torch.distributed``) and :func:`split_kv_here` (the split-KV kernel against one pass). Without torch (and triton)
+each says so in one line and shows what was recorded on H200s instead.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from flashsim import kernels            # the kernels load on first use (torch and triton): importing it is cheap
+from flashsim.course import pick
 from flashsim.course.ch13.figures import DecodingPlot, OverlapPlot, RingStepPlot
 from flashsim.course.kit.dashboard import Dashboard, choice, int_range, slider, toggle
+from flashsim.course.kit.optional import absent, missing
 from flashsim.course.kit.results import load_result, result_source
+from flashsim.measure import count_io
 from flashsim.model.hardware import device_names
+from flashsim.model.multi import closed_forms
 from flashsim.model.multi.cluster import (LINK_PRESETS, flash_decoding, overlap_threshold, ring_attention,
                                           ring_step_times)
+from flashsim.multi.distributed import RingRun, pick_backend, run_ring
 
-__all__ = ["RingStepper", "OverlapDashboard", "DecodingDashboard", "h200_results"]
+__all__ = ["RingStepper", "OverlapDashboard", "DecodingDashboard", "h200_results", "ring_on_processes",
+           "recorded_ring_runs", "split_kv_here"]
 
 
 class RingStepper(Dashboard):
@@ -174,3 +186,70 @@ def h200_results() -> dict:
     kernel timed over num_splits, "distributed": ring attention on 2 GPUs}, each with "file" (the raw record)."""
     return {key: {**load_result(f"{key}_h200"), "file": Path(result_source(f"{key}_h200")).name}
             for key in ("flash_decoding", "distributed")}
+
+
+def recorded_ring_runs() -> list[RingRun]:
+    """The ring recorded on 2 H200s over NCCL (:func:`h200_results`' "distributed"), as :class:`RingRun`\\ s: the
+    passes whose output was checked against one device, at the largest N such a pass has, non-causal first (what
+    :func:`ring_on_processes` returns)."""
+    runs = [r for r in load_result("distributed_h200")["runs"] if not r["comm_only"] and r["max_abs_err"] is not None]
+    largest = max(r["n"] for r in runs)
+    fields = [f.name for f in dataclasses.fields(RingRun)]
+    return [RingRun(**{k: r[k] for k in fields}) for r in sorted(runs, key=lambda r: r["causal"])
+            if r["n"] == largest]
+
+
+def ring_on_processes(world: int = 2, heads: int | None = None, n: int | None = None, d: int = 64,
+                      dtype: str = "fp16") -> list[RingRun]:
+    """Ring attention on `world` local processes (:func:`flashsim.multi.distributed.run_ring`), non-causal and
+    causal: NCCL with the course's Triton kernel when there is a GPU per process, else gloo on this CPU. Prints the
+    backend in one line. Without torch: one line says so, and :func:`recorded_ring_runs` are returned."""
+    if absent("torch"):
+        print(f"{missing('kernels')} Shown instead: the ring recorded on 2 H200s over NCCL "
+              f"({result_source('distributed_h200')}).")
+        return recorded_ring_runs()
+    backend = pick_backend()
+    gpus = 0
+    if backend == "nccl":
+        import torch                                  # lazy: torch is an optional extra
+        gpus = torch.cuda.device_count()
+    backend = backend if gpus >= world else "gloo"
+    print(f"backend: {backend} ({world} processes{f' on {world} GPUs' if backend == 'nccl' else ' on this CPU'})")
+    return run_ring(world=world, heads=heads or pick(small=2, full=8), n=n or pick(small=256, full=2048), d=d,
+                    dtype=dtype, causal=(False, True), backend=backend, use_triton=backend == "nccl")
+
+
+def split_kv_here(n_kv: int | None = None, d: int = 64, heads: int = 4, splits=(1, 8)) -> dict:
+    """The split-KV kernel (:func:`flashsim.kernels.split_kv_attention`) against one-pass attention, fp16, one query
+    row: its max error per number of splits, and in the interpreter its loads and stores counted next to the
+    closed form (8 splits). Prints one line each; returns {"errors": {splits: max error}, "measured_bytes",
+    "closed_form_bytes", "recorded": None}. Without torch and triton: one line says so, then the errors recorded
+    on the H200 (:func:`h200_results`' "flash_decoding"), returned as "recorded" (its rows)."""
+    why = missing("kernels")
+    if why:
+        fd = load_result("flash_decoding_h200")
+        print(f"{why} Shown instead: the split-KV kernel recorded on an {fd['versions']['gpu']} at N={fd['n']:,}, "
+              f"d={fd['d']} ({result_source('flash_decoding_h200')}).")
+        for row in fd["rows"]:
+            print(f"H={row['heads']:2d}: max error against the reference: one pass {row['nosplit_err']:.1e}, "
+                  f"{row['splits']} splits {row['split_err']:.1e}")
+        return {"errors": {}, "measured_bytes": None, "closed_form_bytes": None, "recorded": fd["rows"]}
+    import torch                                      # lazy: torch is an optional extra
+    interp = kernels.INTERPRETER
+    dev = "cpu" if interp else "cuda"
+    n_kv = int(n_kv or pick(small=512, full=4096 if interp else 65536))   # the interpreter is slow
+    g = torch.Generator().manual_seed(0)
+    qd, kd, vd = (torch.randn(1, heads, m, d, generator=g).half().to(dev) for m in (1, n_kv, n_kv))  # (1, H, m, d)
+    ref = torch.softmax(qd.float() @ kd.float().transpose(-1, -2) * d ** -0.5, -1) @ vd.float()    # (1, H, 1, d)
+    out = {"errors": {}, "measured_bytes": None, "closed_form_bytes": None, "recorded": None}
+    for s in splits:
+        o_s, _ = kernels.split_kv_attention(qd, kd, vd, num_splits=s)
+        out["errors"][s] = float((o_s.float() - ref).abs().max())
+        print(f"num_splits={s}: max |split-KV − one pass| = {out['errors'][s]:.1e}")
+    if interp:
+        io = count_io(kernels.split_kv_attention, qd, kd, vd, num_splits=8)
+        chunks = flash_decoding(n_kv, d, heads=heads, splits=8, block_n=32).splits
+        out["measured_bytes"] = int(io.load_bytes + io.store_bytes)
+        out["closed_form_bytes"] = int(closed_forms.split_kv_total_bytes(n_kv, d, chunks, heads=heads))
+        print(f"interpreter: measured {out['measured_bytes']:,} bytes, closed form {out['closed_form_bytes']:,}")
+    return out

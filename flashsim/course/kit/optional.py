@@ -11,57 +11,12 @@ recorded measurements instead (:mod:`flashsim.course.kit.real_gpu`, :mod:`flashs
     require("cpu")              # raises MissingExtra (an ImportError and a FlashsimError) carrying that line
 
 Nothing is imported to find out (``importlib.util.find_spec``): importing triton before :mod:`flashsim.kernels`
-decides ``TRITON_INTERPRET`` would break the interpreter, and torch takes seconds to import.
+decides ``TRITON_INTERPRET`` would break the interpreter, and torch takes seconds to import. The one definition
+sits in :mod:`flashsim.errors`, below every layer, so that the kernels' backend, the CPU kernel and ring attention
+name a missing extra with the same line; this module is the course's door to it.
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
+from flashsim.errors import EXTRAS, MissingExtra, absent, missing, require
 
-from flashsim.errors import FlashsimError
-
-__all__ = ["EXTRAS", "MissingExtra", "missing", "require"]
-
-#: extra (as in ``pip install "flashsim[extra]"``) -> (the modules it brings, what needs them)
-EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
-    "kernels": (("torch", "triton"), "the Triton kernels"),
-    "cpu": (("numba",), "the numba CPU kernel"),
-    "lab": (("ipywidgets", "ipykernel"), "the dashboards"),
-}
-_LINUX_ONLY = {"triton"}
-
-
-class MissingExtra(FlashsimError, ImportError):
-    """An optional extra of flashsim is not installed; the message says which and how to install it."""
-
-
-def _absent(module: str) -> bool:
-    if module in sys.modules:
-        return sys.modules[module] is None
-    try:
-        return importlib.util.find_spec(module) is None
-    except (ImportError, ValueError):
-        return True
-
-
-def missing(extra: str) -> str | None:
-    """None when everything ``extra`` brings can be imported here; else one line: what is missing and how to get it."""
-    if extra not in EXTRAS:
-        raise FlashsimError(f"unknown extra {extra!r}: flashsim's optional extras are {', '.join(EXTRAS)}")
-    modules, needed_by = EXTRAS[extra]
-    absent = [m for m in modules if _absent(m)]
-    if not absent:
-        return None
-    names = " and ".join(absent)
-    verb = "is" if len(absent) == 1 else "are"
-    if set(absent) & _LINUX_ONLY and not sys.platform.startswith("linux"):
-        return (f"{names} {verb} not installed: {needed_by} need Triton, which ships for Linux only ({sys.platform} "
-                f"here); run this section on Linux or Colab, where pip install \"flashsim[{extra}]\" adds them.")
-    return f"{names} {verb} not installed, so {needed_by} cannot run here: pip install \"flashsim[{extra}]\" adds them."
-
-
-def require(extra: str) -> None:
-    """Raise :class:`MissingExtra` with :func:`missing`'s line unless ``extra`` is installed."""
-    why = missing(extra)
-    if why is not None:
-        raise MissingExtra(why)
+__all__ = ["EXTRAS", "MissingExtra", "absent", "missing", "require"]
