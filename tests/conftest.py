@@ -44,7 +44,9 @@ _common = dict(deadline=None, suppress_health_check=[_HealthCheck.too_slow, _Hea
                                                      _HealthCheck.filter_too_much])
 _settings.register_profile("dev", max_examples=40, **_common)
 _settings.register_profile("ci", max_examples=200, derandomize=True, print_blob=True, **_common)
-_settings.register_profile("deep", max_examples=2500, print_blob=True, **_common)
+# FLASHSIM_DEEP_EXAMPLES sizes the deep profile (a short run first measures the rate of cases per second)
+_settings.register_profile("deep", max_examples=int(_os.environ.get("FLASHSIM_DEEP_EXAMPLES", "2500")),
+                           print_blob=True, **_common)
 _settings.load_profile(_os.environ.get("HYPOTHESIS_PROFILE")
                        or ("ci" if _os.environ.get("CI") == "true" or "MAKELEVEL" in _os.environ else "dev"))
 
