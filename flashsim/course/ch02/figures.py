@@ -41,6 +41,7 @@ class TileStepPlot(LivePlot):
     tight = False    # fixed margins: tight_layout cannot place the equal-aspect grids
 
     def draw(self, fig, state):
+        from matplotlib.collections import LineCollection
         from matplotlib.colors import ListedColormap
         n, d, b = state["n"], state["d"], state["block"]
         t = -(-n // b)
@@ -63,11 +64,12 @@ class TileStepPlot(LivePlot):
             ax.set_yticks([(i + 0.5) * b for i in range(t)], [str(i) for i in range(t)])
             ax.tick_params(labelsize=6, length=0)
             ax.set_title(f"{name} ({'N×N' if square else 'N×d'})", fontsize=9)
-            # the tile borders go over the (animated) grid, so they are animated too
-            for x in (np.arange(0, width + 1, b) if square else (0, width)):
-                self.animate(ax.axvline(x, color="w", lw=1))
-            for y in np.arange(0, n + 1, b):
-                self.animate(ax.axhline(y, color="w", lw=1))
+            # the tile borders go over the (animated) grid, so they are animated too: one collection per grid (one
+            # artist to draw per frame, not one per line)
+            xs = np.arange(0, width + 1, b) if square else np.array([0, width])
+            ys = np.arange(0, n + 1, b)
+            borders = [[(x, 0), (x, n)] for x in xs] + [[(0, y), (width, y)] for y in ys]
+            self.animate(ax.add_collection(LineCollection(borders, colors="w", linewidths=1), autolim=False))
         ax = self._bars_ax = fig.add_subplot(gs[1, :])
         xs = np.arange(len(tensors))
         self._names = list(tensors)

@@ -43,8 +43,9 @@ class TilingPlot(LivePlot):
         self._title = ax.set_title("", fontsize=9)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-        self.animate(*self._tiles, self._sram, self._sram_text, self._verdict, self._line, self._fit, self._nofit,
-                     self._cur, self._title)
+        # the left y axis is animated too: a tile set or SRAM past the next power of two moves its top in a blit
+        self.animate(*self._tiles, self._sram, self._sram_text, self._verdict, self._left.yaxis, self._line,
+                     self._fit, self._nofit, self._cur, self._title)
         self._show(tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title, tile_top_bytes)
 
     def _show(self, tile_set, sram_bytes, block_rs, hbm_bytes, fits, block_r, title, tile_top_bytes=0):
@@ -60,10 +61,9 @@ class TilingPlot(LivePlot):
         self._sram_text.set_y(sram_bytes / 1024)
         self._sram_text.set_text(f"SRAM {sram_bytes / 1024:.0f} KiB")
         self._sram_text.set_color(color)
-        # the top: the largest tile set any Br gives (tile_top_bytes) and the SRAM in steps of powers of two, so
-        # that moving Br, and most moves of the SRAM slider, keep the axis (and can be blitted)
-        sram_top = 2 ** np.ceil(np.log2(sram_bytes / 1024)) if sram_bytes > 0 else 0.0
-        top = max(bottom, tile_top_bytes / 1024, sram_top)
+        # the top: the larger of the tile set and the SRAM, rounded up to a power of two (and at least
+        # tile_top_bytes), so that most moves of Br, Bc and the SRAM keep the axis (and can be blitted)
+        top = 2 ** np.ceil(np.log2(max(bottom, sram_bytes / 1024, tile_top_bytes / 1024, 1e-9)))
         self._left.set_ylim(0, top * 1.15 if top > 0 else 1.0)
         self._verdict.set_text("does NOT fit" if over else "fits")
         self._verdict.set_color(_RED if over else _OK)
@@ -100,8 +100,7 @@ def tiling_plot_args(n: int, d: int, sram_bytes: int, block_r: int, block_c: int
     fits = [sum(qkt_tile_set(b, block_c, d, dtype).values()) <= sram_bytes for b in block_rs]
     return {"tile_set": qkt_tile_set(block_r, block_c, d, dtype), "sram_bytes": sram_bytes,
             "block_rs": list(block_rs), "hbm_bytes": hbm, "fits": fits, "block_r": block_r,
-            "title": f"N = {n}, d = {d}, Bc = {block_c}, {dtype}",
-            "tile_top_bytes": max(sum(qkt_tile_set(b, block_c, d, dtype).values()) for b in block_rs)}
+            "title": f"N = {n}, d = {d}, Bc = {block_c}, {dtype}"}
 
 
 def figure_tiling():

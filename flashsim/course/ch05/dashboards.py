@@ -180,8 +180,7 @@ class FlashStepper(Dashboard):
         rows = {"running max m": snap["m"], "running sum l": snap["l"], "O[r, 0] so far": snap["o"],
                 f"{out_name} writes per row": snap["writes"].get(out_name, np.full(self.n, np.nan))}
         caption = (f"{self.algo}, N={self.n}, d={self.d}, Br={self.block_r}, Bc={self.block_c}: "
-                   f"HBM read {snap['read']:,} B, written {snap['written']:,} B so far.   "
-                   "Tiles: green = in SRAM, grey = in HBM only, red edge = this step.")
+                   f"HBM read {snap['read']:,} B, written {snap['written']:,} B so far.")
         title = "" if ev is None else (f"step {step + 1}/{self.n_steps}: {ev.kind} {ev.tensor}"
                                        f"{'' if not ev.tile else tuple(ev.tile)}"
                                        f"{f' ({ev.nbytes:,} B)' if ev.nbytes else ''}"

@@ -20,6 +20,8 @@ _ROW = "#1f77b4"
 #: tensors blocked by rows of K/V (Tc blocks); the others by rows of Q (Tr blocks)
 FLASH_COL_TENSORS = ("K", "V", "dK", "dV")
 _UNKNOWN = "#eeeeee"
+#: the caption's fixed part (its changing part is the state's "caption")
+_TILE_LEGEND = "Tiles: green = in SRAM, grey = in HBM only, red edge = this step."
 
 
 class TileStatePlot(LivePlot):
@@ -34,6 +36,7 @@ class TileStatePlot(LivePlot):
     """
 
     figsize = (11, 2.6 + 1.25 * 4)
+    tight = False       # fixed margins (inches): tight_layout gave up on four row plots with a warning
 
     def __init__(self, state: dict):
         self.figsize = (11, 2.6 + 1.25 * len(state.get("rows", {})))
@@ -42,7 +45,10 @@ class TileStatePlot(LivePlot):
     def draw(self, fig, state):
         from matplotlib.collections import PolyCollection
         rows = state.get("rows", {})
-        gs = fig.add_gridspec(1 + len(rows), 1, height_ratios=[2.2] + [1] * len(rows))
+        height = fig.get_figheight()
+        # above: the title and the top axis' block indices (0.8 in); below: the x label and the caption (0.8 in)
+        gs = fig.add_gridspec(1 + len(rows), 1, height_ratios=[2.2] + [1] * len(rows), left=0.075, right=0.99,
+                              top=1 - 0.8 / height, bottom=0.8 / height, hspace=0.38)
         ax = fig.add_subplot(gs[0])
         tensors = list(state["blocks"])
         width = max(state["blocks"].values())
@@ -66,7 +72,9 @@ class TileStatePlot(LivePlot):
         top.set_xlabel("block index (i for blocks of Q's rows, j for blocks of K/V's rows)", fontsize=8, labelpad=2)
         ax.tick_params(length=0)
         # the title above the top axis' labels (an axes text: Axes.title would be placed under them)
-        self._title = ax.text(0.5, 1.2, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=10)
+        from matplotlib.transforms import offset_copy
+        self._title = ax.text(0.5, 1.0, "", transform=offset_copy(ax.transAxes, fig=fig, y=27, units="points"),
+                              ha="center", va="bottom", fontsize=10)
         self.animate(self._tiles, self._title)
         self._bars, self._empty = {}, {}
         first = None
@@ -90,12 +98,12 @@ class TileStatePlot(LivePlot):
             self.animate(bars, self._empty[label])
         if first is not None:
             fig.axes[-1].set_xlabel("row of Q (query index)")
-        # an axes' text in figure coordinates: animated figure-level artists would be left out of saved figures
+        # axes' texts in figure coordinates (animated figure-level artists would be left out of saved figures): the
+        # caption's changing part is animated, its legend part stays in the background (glyphs are what a frame
+        # costs most to draw)
         self._caption = self.animate(ax.text(0.01, 0.005, "", fontsize=8, va="bottom", transform=fig.transFigure))
+        ax.text(0.99, 0.005, _TILE_LEGEND, fontsize=8, va="bottom", ha="right", transform=fig.transFigure)
         self._show(state)
-
-    def _layout(self):
-        self.fig.tight_layout(rect=(0, 0.04, 1, 1))
 
     def _show(self, state) -> None:
         current = state.get("current") or ()

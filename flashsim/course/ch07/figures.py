@@ -18,27 +18,56 @@ def backward_cost_rows(n: int, d: int, dtype: str = "fp16", device: str = "h200"
 
 
 class BackwardCostsPlot(LivePlot):
-    """Two panels, HBM bytes and FLOPs, forward and backward stacked, one bar per algorithm (chapter 07)."""
+    """Two panels, HBM bytes and FLOPs, forward and backward stacked, one bar per algorithm (chapter 07). A new N
+    or d changes the bars, their value labels, the y axes (animated: their ticks are drawn with every frame) and
+    the title in place, so a slider move is blitted."""
 
     figsize = (9, 3.6)
+    PANELS = (("hbm_bytes", "HBM bytes (MB)", 1e6), ("flops", "FLOPs (GFLOP)", 1e9))
 
     def draw(self, fig, rows: dict, title: str = ""):
         labels = list(rows)
-        panels = (("hbm_bytes", "HBM bytes (MB)", 1e6), ("flops", "FLOPs (GFLOP)", 1e9))
-        for k, (key, unit, scale) in enumerate(panels):
+        self._panels = []
+        for k, (key, unit, scale) in enumerate(self.PANELS):
             ax = fig.add_subplot(1, 2, k + 1)
-            fwd = [rows[lb].forward_part[key] / scale for lb in labels]
-            bwd = [rows[lb].backward_part[key] / scale for lb in labels]
             x = np.arange(len(labels))
-            ax.bar(x, fwd, 0.6, label="forward", color="#1f77b4")
-            ax.bar(x, bwd, 0.6, bottom=fwd, label="backward", color="#ff7f0e")
-            for xi, f, b in zip(x, fwd, bwd):
-                ax.text(xi, f + b, f"{f + b:,.1f}", ha="center", va="bottom", fontsize=8)
+            zeros = np.zeros(len(labels))
+            fwd = ax.bar(x, zeros, 0.6, label="forward", color="#1f77b4")
+            bwd = ax.bar(x, zeros, 0.6, bottom=zeros, label="backward", color="#ff7f0e")
+            texts = [ax.text(xi, 0, "", ha="center", va="bottom", fontsize=8) for xi in x]
             ax.set_xticks(x, labels, fontsize=8)
             ax.set_ylabel(unit)
-            ax.set_ylim(0, 1.3 * max(f + b for f, b in zip(fwd, bwd)))  # room for the legend above the value labels
             ax.legend(fontsize=8, loc="upper center", ncol=2)
-        fig.suptitle(title, fontsize=9)
+            self.animate(*fwd, *bwd, *texts, ax.yaxis)
+            self._panels.append((ax, key, scale, list(fwd), list(bwd), texts))
+        # an axes' text in figure coordinates: animated figure-level artists would be left out of saved figures
+        self._title = self.animate(fig.axes[0].text(0.5, 0.98, "", transform=fig.transFigure, ha="center",
+                                                    va="top", fontsize=9))
+        self._title.set_in_layout(False)      # placed by hand: tight_layout would fit the axes around it
+        self._show(rows, title)
+
+    def _layout(self):
+        self.fig.tight_layout(rect=(0, 0, 1, 0.93))
+
+    def _show(self, rows: dict, title: str) -> None:
+        labels = list(rows)
+        for ax, key, scale, fwd_bars, bwd_bars, texts in self._panels:
+            fwd = [rows[lb].forward_part[key] / scale for lb in labels]
+            bwd = [rows[lb].backward_part[key] / scale for lb in labels]
+            for fb, bb, text, xi, f, b in zip(fwd_bars, bwd_bars, texts, range(len(labels)), fwd, bwd):
+                fb.set_height(f)
+                bb.set_y(f)
+                bb.set_height(b)
+                text.set_position((xi, f + b))
+                text.set_text(f"{f + b:,.1f}")
+            ax.set_ylim(0, 1.3 * max(f + b for f, b in zip(fwd, bwd)))  # room for the legend above the value labels
+        self._title.set_text(title)
+
+    def refresh(self, rows: dict, title: str = "") -> bool:
+        if list(rows) != list(self.args["rows"]):
+            return False
+        self._show(rows, title)
+        return True
 
 
 def plot_backward_costs(rows: dict, title: str = ""):

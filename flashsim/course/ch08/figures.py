@@ -31,38 +31,56 @@ def causal_kind_grid(n: int, block_r: int, block_c: int) -> np.ndarray:
 
 class CausalTileGridPlot(LivePlot):
     """Tile grid (rows: Q blocks i, columns: K/V blocks j) coloured by kind, with the element-level causal mask
-    behind it; ``upto`` tiles of the FA2 loop order are done (later ones faded, the current one outlined). A new
-    ``upto`` recolours the tiles in place; a new grid redraws (chapter 08)."""
+    behind it; ``upto`` tiles of the FA2 loop order are done (later ones faded, the current one outlined). Every
+    change is made in place: a new ``upto`` recolours the tiles (blitted); a new N, Br or Bc also changes the
+    mask, the tiles, the limits and the legend's counts, and the whole figure is rendered, not rebuilt
+    (chapter 08)."""
 
     figsize = (5.4, 3.9)
     tight = False               # fixed margins: the square grid and the legend beside it keep their places
 
     def draw(self, fig, kinds: np.ndarray, n: int, block_r: int, block_c: int, upto: int | None = None,
              title: str = ""):
-        from matplotlib.patches import Patch, Rectangle
+        from matplotlib.collections import PolyCollection
+        from matplotlib.patches import Patch
 
-        tr, tc = kinds.shape
         fig.subplots_adjust(left=0.1, right=0.7, bottom=0.13, top=0.92)
-        ax = fig.add_subplot()
-        rows = np.arange(n)
-        ax.imshow(rows[None, :] <= rows[:, None], cmap="Greys", vmin=0, vmax=4, extent=(0, n, n, 0),
-                  interpolation="nearest")
-        self._patches = {}
-        for i in range(tr):
-            for j in range(tc):
-                y0, x0 = i * block_r, j * block_c
-                self._patches[(i, j)] = ax.add_patch(Rectangle((x0, y0), min(block_c, n - x0), min(block_r, n - y0)))
-        ax.set_xlim(0, n)
-        ax.set_ylim(n, 0)
+        ax = self._ax = fig.add_subplot()
+        self._mask = ax.imshow(_causal_mask_image(n), cmap="Greys", vmin=0, vmax=4, extent=(0, n, n, 0),
+                               interpolation="nearest")
+        # every tile is one polygon of one collection (recolouring the grid is one artist to draw), the current
+        # tile's red outline a second one drawn on top
+        self._tiles = ax.add_collection(PolyCollection([], edgecolors="white", linewidths=0.8), autolim=False)
+        self._current = ax.add_collection(PolyCollection([], facecolors="none", edgecolors="#d62728",
+                                                         linewidths=3), autolim=False)
         ax.set_aspect("equal")
         ax.set_xlabel("key column c  (K/V blocks of Bc)", fontsize=8)
         ax.set_ylabel("query row r  (Q blocks of Br)", fontsize=8)
         ax.tick_params(labelsize=7)
-        counts = {k: int((kinds == k).sum()) for k in _KIND_COLORS}
-        ax.legend(handles=[Patch(color=_KIND_COLORS[k], label=f"{k}: {counts[k]}") for k in _KIND_COLORS],
-                  loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        self._legend = ax.legend(handles=[Patch(color=_KIND_COLORS[k], label=f"{k}: 0") for k in _KIND_COLORS],
+                                 loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
         self._title = ax.set_title("", fontsize=8)
+        self.animate(self._tiles, self._current, self._title)
+        self._grid(kinds, n, block_r, block_c)
         self._colour(kinds, n, block_r, block_c, upto, title)
+
+    def _grid(self, kinds, n, block_r, block_c) -> None:
+        """The mask, the tiles' outlines, the limits and the legend's counts for a grid."""
+        tr, tc = kinds.shape
+        self._keys, self._verts = [], []
+        for i in range(tr):
+            for j in range(tc):
+                y0, x0 = i * block_r, j * block_c
+                x1, y1 = min(x0 + block_c, n), min(y0 + block_r, n)
+                self._verts.append([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+                self._keys.append((i, j))
+        self._tiles.set_verts(self._verts)
+        self._mask.set_data(_causal_mask_image(n))
+        self._mask.set_extent((0, n, n, 0))
+        self._ax.set_xlim(0, n)
+        self._ax.set_ylim(n, 0)
+        for text, k in zip(self._legend.get_texts(), _KIND_COLORS):
+            text.set_text(f"{k}: {int((kinds == k).sum())}")
 
     def _colour(self, kinds, n, block_r, block_c, upto, title) -> None:
         from matplotlib.colors import to_rgba
@@ -71,19 +89,24 @@ class CausalTileGridPlot(LivePlot):
         visited = [(i, j) for i in range(tr) for j in range(tc) if kinds[i, j] != "skip"]
         done = set(visited if upto is None else visited[:upto])
         current = visited[upto - 1] if upto else None
-        for (i, j), patch in self._patches.items():
-            kind = kinds[i, j]
-            patch.set_facecolor(to_rgba(_KIND_COLORS[kind], 0.75 if (kind == "skip" or (i, j) in done) else 0.2))
-            patch.set_edgecolor("#d62728" if (i, j) == current else "white")
-            patch.set_linewidth(3 if (i, j) == current else 0.8)
-            patch.set_zorder(3 if (i, j) == current else 2)
+        self._tiles.set_facecolor([to_rgba(_KIND_COLORS[kinds[i, j]],
+                                           0.75 if (kinds[i, j] == "skip" or (i, j) in done) else 0.2)
+                                   for i, j in self._keys])
+        self._current.set_verts([self._verts[self._keys.index(current)]] if current is not None else [])
         self._title.set_text(title or f"N={n}, Br={block_r}, Bc={block_c}")
 
     def refresh(self, kinds, n, block_r, block_c, upto=None, title=""):
-        if (n, block_r, block_c) != (self.args["n"], self.args["block_r"], self.args["block_c"]):
-            return False
+        new_grid = (n, block_r, block_c) != (self.args["n"], self.args["block_r"], self.args["block_c"])
+        if new_grid:
+            self._grid(kinds, n, block_r, block_c)
         self._colour(kinds, n, block_r, block_c, upto, title)
-        return True
+        return "refresh" if new_grid else True
+
+
+def _causal_mask_image(n: int) -> np.ndarray:
+    """(N, N) bool: key column c visible from query row r (c <= r), the picture behind the tiles."""
+    rows = np.arange(n)
+    return rows[None, :] <= rows[:, None]
 
 
 def plot_causal_tile_grid(kinds: np.ndarray, n: int, block_r: int, block_c: int, *, upto: int | None = None,

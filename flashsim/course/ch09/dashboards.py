@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from flashsim.course.ch09.figures import SRAM_KIBS, RooflinePlot, theta_sweep
-from flashsim.course.kit.dashboard import Dashboard, choice, slider
+from flashsim.course.kit.dashboard import Dashboard, Memo, choice, neighbours, slider
 from flashsim.course.kit.real_gpu import compare
 from flashsim.course.kit.results import load_result, result_source
 from flashsim.errors import FlashsimError
@@ -45,6 +45,7 @@ class SpeedupDashboard(Dashboard):
     def __init__(self, n: int = 4096, d: int = 64, sram_kib: int = 228, device: str = "h200", heads: int = 16):
         self.n, self.d, self.sram_kib, self.device, self.heads = n, d, sram_kib, device, heads
         self.current: dict = {}
+        self._compute = Memo(self._state)
         self.update()
 
     def controls(self):
@@ -55,25 +56,34 @@ class SpeedupDashboard(Dashboard):
         for name, value in (("n", n), ("d", d), ("sram_kib", sram_kib), ("device", device)):
             if value is not None:
                 setattr(self, name, value)
-        m = int(self.sram_kib) * 1024
-        kw = dict(heads=self.heads, device=self.device, l2=True)
-        naive = traffic("naive", self.n, self.d, **kw)
-        try:
-            flash = traffic("flash2", self.n, self.d, sram_bytes=m, heads=self.heads, device=self.device)
-            tiles = self.heads * -(-self.n // flash.block_r) * -(-self.n // flash.block_c)
-            if tiles <= L2_MAX_TILES:   # the L2 model walks every tile access: keep a slider move under a second
-                flash = traffic("flash2", self.n, self.d, sram_bytes=m, **kw)
-        except FlashsimError as exc:
-            self.current = {"error": str(exc), "naive": naive, "n": self.n, "d": self.d, "sram_kib": self.sram_kib}
-            return self.current
-        r_naive = roofline(naive.flops, naive.hbm_bytes, self.device)
-        r_flash = roofline(flash.flops, flash.hbm_bytes, self.device)
-        self.current = {"n": self.n, "d": self.d, "sram_kib": self.sram_kib, "device": self.device,
-                        "naive": naive, "flash": flash, "roofline_naive": r_naive, "roofline_flash": r_flash,
-                        "speedup_requested": r_naive.time_s / r_flash.time_s,
-                        "speedup_dram": naive.time_s / flash.time_s if flash.dram_bytes is not None else None,
-                        "theta": self.n**2 * self.d**2 / m}
+        key = (int(self.n), int(self.d), int(self.sram_kib), self.device)
+        self.current = self._compute(*key)
+        # the states one slider step away, computed while the controls rest: the L2 model takes 0.1-0.3 s
+        n, d, kib, dev = key
+        self._compute.prefetch([(x, d, kib, dev) for x in neighbours(SPEEDUP_NS, n)]
+                               + [(n, x, kib, dev) for x in neighbours(self.DS, d)]
+                               + [(n, d, x, dev) for x in neighbours(SRAM_KIBS, kib)])
         return self.current
+
+    def _state(self, n: int, d: int, sram_kib: int, device: str) -> dict:
+        """The dashboard's ``current`` for these settings (a pure function: :class:`Memo` keeps it)."""
+        m = sram_kib * 1024
+        kw = dict(heads=self.heads, device=device, l2=True)
+        naive = traffic("naive", n, d, **kw)
+        try:
+            flash = traffic("flash2", n, d, sram_bytes=m, heads=self.heads, device=device)
+            tiles = self.heads * -(-n // flash.block_r) * -(-n // flash.block_c)
+            if tiles <= L2_MAX_TILES:   # the L2 model walks every tile access: keep a slider move under a second
+                flash = traffic("flash2", n, d, sram_bytes=m, **kw)
+        except FlashsimError as exc:
+            return {"error": str(exc), "naive": naive, "n": n, "d": d, "sram_kib": sram_kib}
+        r_naive = roofline(naive.flops, naive.hbm_bytes, device)
+        r_flash = roofline(flash.flops, flash.hbm_bytes, device)
+        return {"n": n, "d": d, "sram_kib": sram_kib, "device": device,
+                "naive": naive, "flash": flash, "roofline_naive": r_naive, "roofline_flash": r_flash,
+                "speedup_requested": r_naive.time_s / r_flash.time_s,
+                "speedup_dram": naive.time_s / flash.time_s if flash.dram_bytes is not None else None,
+                "theta": n**2 * d**2 / m}
 
     def readout(self) -> str:
         c = self.current
@@ -91,10 +101,11 @@ class SpeedupDashboard(Dashboard):
 
     def plot_args(self) -> dict:
         c = self.current
+        title = f"N={c['n']}, d={c['d']}, {self.heads} heads, SRAM {c['sram_kib']} KiB, {self.device}"
         if "error" in c:
-            return {"points": {"naive": c["naive"]}, "device": self.device, "title": self.readout()}
+            return {"points": {"naive": c["naive"]}, "device": self.device, "title": f"{title}: {c['error']}"}
         return {"points": {"naive": c["naive"], "flash2 (requested)": c["flash"]}, "device": self.device,
-                "dram": c["flash"], "title": self.readout()}
+                "dram": c["flash"], "title": f"{title}: speedup {c['speedup_requested']:.1f}× (requested bytes)"}
 
 
 def measured_block_sweep(block_ms=(16, 32, 64, 128), n: int | None = None, d: int | None = None) -> dict:

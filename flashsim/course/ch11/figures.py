@@ -41,46 +41,60 @@ def short_sequence_times(n: int, d: int = 64, heads: int = 16, device: str = "h2
             "attention_share_naive": t_naive / (t_other + t_naive)}
 
 
-def speedup_sweep(ns=SHORT_NS, d: int = 64, heads: int = 16, device: str = "h200") -> dict:
-    """:func:`short_sequence_times` over `ns`: {"n": [...], "core_speedup": [...], "layer_speedup": [...], ...}."""
-    from tqdm.auto import tqdm
-    rows = [short_sequence_times(n, d, heads, device) for n in tqdm(ns, desc="N sweep", leave=False)]
-    return {"n": list(ns), **{k: [r[k] for r in rows] for k in ("core_speedup", "layer_speedup", "naive_s",
-                                                                 "flash_s", "other_s", "attention_share_naive")}}
+def speedup_sweep(ns=SHORT_NS, d: int = 64, heads: int = 16, device: str = "h200", progress: bool = True,
+                  times=short_sequence_times) -> dict:
+    """:func:`short_sequence_times` over `ns`: {"n": [...], "core_speedup": [...], "layer_speedup": [...], ...}
+    (`progress`: a tqdm bar; `times`: the function to call, the dashboard's memoised one)."""
+    if progress:
+        from tqdm.auto import tqdm
+        ns = tqdm(ns, desc="N sweep", leave=False)
+    rows = [times(n, d, heads, device) for n in ns]
+    return {"n": [r["n"] for r in rows], **{k: [r[k] for r in rows] for k in (
+        "core_speedup", "layer_speedup", "naive_s", "flash_s", "other_s", "attention_share_naive")}}
 
 
 class SpeedupVsNPlot(LivePlot):
     """Predicted speedup of flash2 over naive against N: the attention core, and the whole layer (Amdahl); the
-    current N is marked. A new N moves the markers; another sweep (d, heads, device) redraws (chapter 11)."""
+    current N is marked. Every change is drawn in place and blitted: a new N moves the markers; another sweep (d,
+    heads, device) moves the lines and the y axis (animated: its ticks are drawn with every frame) (chapter 11)."""
 
     figsize = (6.8, 3.4)
 
     def draw(self, fig, sweep: dict, current: dict | None = None, title: str = ""):
-        ax = fig.add_subplot()
-        ax.plot(sweep["n"], sweep["core_speedup"], "--o", color="#7f7f7f", label="attention core")
-        ax.plot(sweep["n"], sweep["layer_speedup"], "-o", color="#1f77b4", label="whole layer (+ projections, MLP)")
+        ax = self._ax = fig.add_subplot()
+        (self._core_line,) = ax.plot(sweep["n"], sweep["core_speedup"], "--o", color="#7f7f7f",
+                                     label="attention core")
+        (self._layer_line,) = ax.plot(sweep["n"], sweep["layer_speedup"], "-o", color="#1f77b4",
+                                      label="whole layer (+ projections, MLP)")
         (self._core,) = ax.plot([], [], "o", color="#d62728", ms=9)
         (self._layer,) = ax.plot([], [], "o", color="#d62728", ms=9, label="current N")
-        ax.axhline(1.0, color="k", lw=0.8)
+        self._one = ax.axhline(1.0, color="k", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("sequence length N")
         ax.set_ylabel("naive time / flash time")
-        ax.set_ylim(bottom=0)
         self._title = ax.set_title("", fontsize=8)
-        self._legend = ax.legend(fontsize=8)
-        self.animate(self._core, self._layer, self._legend, self._title)
+        ax.legend(fontsize=8)
+        self.animate(self._one, self._core_line, self._layer_line, self._core, self._layer, ax.yaxis, self._title)
+        self._lines(sweep)
         self._mark(current, title)
+
+    def _lines(self, sweep) -> None:
+        self._core_line.set_data(sweep["n"], sweep["core_speedup"])
+        self._layer_line.set_data(sweep["n"], sweep["layer_speedup"])
+        top = max(max(sweep["core_speedup"]), max(sweep["layer_speedup"]), 1.0)
+        self._ax.set_ylim(0, 1.06 * top)
 
     def _mark(self, current, title) -> None:
         on = current is not None
         self._core.set_data([current["n"]] if on else [], [current["core_speedup"]] if on else [])
         self._layer.set_data([current["n"]] if on else [], [current["layer_speedup"]] if on else [])
-        self._legend.get_texts()[-1].set_text(f"N = {current['n']}" if on else "")
         self._title.set_text("\n".join(textwrap.wrap(title, 100)))
 
     def refresh(self, sweep, current=None, title=""):
-        if sweep is not self.args["sweep"]:
+        if list(sweep["n"]) != list(self.args["sweep"]["n"]):
             return False
+        if sweep is not self.args["sweep"]:
+            self._lines(sweep)
         self._mark(current, title)
         return True
 
@@ -141,24 +155,44 @@ def plot_flops_vs_n(sweep: dict):
 
 
 class RescaleDriftPlot(LivePlot):
-    """Error of one row's online attention after each block, with and without the rescale (chapter 11)."""
+    """Error of one row's online attention against the keys seen so far (one point per block), with and without
+    the rescale (chapter 11). The axes are fixed (keys 0…N; errors 1e-17, where float64 agrees exactly, to 10, a
+    wrong answer of the size of V), so a new trend or block size moves the lines, the markers and the title in
+    place, blitted."""
 
     figsize = (6.8, 3.3)
+    ERR_LIM = (1e-17, 10.0)
 
     def draw(self, fig, drift: dict):
-        ax = fig.add_subplot()
-        b = np.asarray(drift["blocks"])
-        ok = np.maximum(np.asarray(drift["err_ok"]), 1e-17)
-        bug = np.maximum(np.asarray(drift["err_bug"]), 1e-17)
-        ax.semilogy(b, ok, "o-", color="#1f77b4", ms=3, label="with rescale")
-        ax.semilogy(b, bug, "o-", color="#d62728", ms=3, label="rescale=False (the bug)")
-        grows = np.asarray(drift["max_grows"])
-        if grows.any():
-            ax.semilogy(b[grows], bug[grows], "v", color="k", ms=6, label="block raised the running max")
-        ax.set_xlabel("block")
+        ax = self._ax = fig.add_subplot()
+        (self._ok,) = ax.semilogy([], [], "o-", color="#1f77b4", ms=3, label="with rescale")
+        (self._bug,) = ax.semilogy([], [], "o-", color="#d62728", ms=3, label="rescale=False (the bug)")
+        (self._grows,) = ax.semilogy([], [], "v", color="k", ms=6, label="block raised the running max")
+        ax.set_xlim(0, drift["n"] * 1.02)
+        ax.set_ylim(*self.ERR_LIM)
+        ax.set_xlabel("keys seen (after each block)")
         ax.set_ylabel("max |o − exact|")
-        ax.set_title(f"one row, N={drift['n']}, block={drift['block']}, score trend={drift['trend']:g}", fontsize=9)
-        ax.legend(fontsize=8)
+        self._title = ax.set_title("", fontsize=9)
+        ax.legend(fontsize=8, loc="upper left")
+        self.animate(self._ok, self._bug, self._grows, self._title)
+        self._show(drift)
+
+    def _show(self, drift: dict) -> None:
+        lo, hi = self.ERR_LIM
+        seen = np.minimum((np.asarray(drift["blocks"]) + 1) * drift["block"], drift["n"])
+        ok = np.clip(np.asarray(drift["err_ok"]), lo, hi)
+        bug = np.clip(np.asarray(drift["err_bug"]), lo, hi)
+        grows = np.asarray(drift["max_grows"], dtype=bool)
+        self._ok.set_data(seen, ok)
+        self._bug.set_data(seen, bug)
+        self._grows.set_data(seen[grows], bug[grows])
+        self._title.set_text(f"one row, N={drift['n']}, block={drift['block']}, score trend={drift['trend']:g}")
+
+    def refresh(self, drift: dict) -> bool:
+        if drift["n"] != self.args["drift"]["n"]:
+            return False
+        self._show(drift)
+        return True
 
 
 def plot_rescale_drift(drift: dict):

@@ -36,12 +36,13 @@ class LivePlot:
     - ``draw(fig, **args)``: build the axes and artists for ``args`` (the keyword arguments of the chapter's
       ``plot_*`` function), keep handles on the ones a control changes, and pass those to :meth:`animate`;
     - ``refresh(**args) -> bool`` (optional): change those artists for new ``args`` (``set_data``, ``set_height``,
-      ``set_text``, colours, limits) and return True; return False when the change alters the figure's structure
-      (another number of bars, other axes): :meth:`set` then clears the figure and draws it again.
+      ``set_text``, colours, limits) and return True; return "refresh" when it also changed artists that are not
+      animated (the whole figure is rendered, not rebuilt); return False when the change alters the figure's
+      structure (another number of bars, other axes): :meth:`set` then clears the figure and draws it again.
 
     Why in place: re-building a figure and rendering it to PNG took 0.3–0.8 s per slider move (issue 12), and
     most of a full render is spent on the axes (ticks, tick labels), not on the data. So a refresh that leaves
-    every axis' limits alone is drawn by *blitting*: the page's figure keeps the picture of everything that is not
+    every axis' limits alone (or moves only the limits of an axis marked animated) is drawn by *blitting*: the page's figure keeps the picture of everything that is not
     animated (the background) and only the animated artists are drawn again on top of it
     (:class:`flashsim.course.kit.render.FigureView`). A refresh that moves a limit, and a redraw, render the whole
     figure. The layout (``tight_layout``) is computed when the figure is first drawn and after a redraw, not on
@@ -62,8 +63,9 @@ class LivePlot:
     def draw(self, fig, **args) -> None:   # pragma: no cover - every subclass implements it
         raise NotImplementedError
 
-    def refresh(self, **args) -> bool:
-        """Change the existing artists for `args`; False (the default) asks for a full redraw."""
+    def refresh(self, **args) -> bool | str:
+        """Change the existing artists for `args`: True (blit them), "refresh" (render the whole figure) or False
+        (the default: clear and draw the figure again)."""
         return False
 
     def animate(self, *artists):
@@ -75,16 +77,21 @@ class LivePlot:
         return artists[0] if artists else None
 
     def limits(self) -> tuple:
-        """The view limits of every axes: a refresh that keeps them can be blitted."""
-        return tuple((tuple(ax.get_xlim()), tuple(ax.get_ylim())) for ax in self.fig.axes)
+        """The view limits of every axes: a refresh that keeps them can be blitted. The limits of an axis that is
+        itself animated (``self.animate(ax.yaxis)``: its ticks, tick labels and label are drawn with every frame)
+        may move in a blitted frame, so they are left out."""
+        return tuple((None if ax.xaxis.get_animated() else tuple(ax.get_xlim()),
+                      None if ax.yaxis.get_animated() else tuple(ax.get_ylim())) for ax in self.fig.axes)
 
     def set(self, **args) -> str:
         """Show `args`: in place when :meth:`refresh` can, else by clearing and redrawing the figure.
-        Returns "blit" (only animated artists changed), "refresh" (in place, but a limit moved) or "redraw"."""
+        Returns "blit" (only animated artists changed), "refresh" (in place, but a limit moved, or :meth:`refresh`
+        returned "refresh": it changed an artist that is not animated) or "redraw"."""
         before = self.limits()
-        if self.refresh(**args):
+        done = self.refresh(**args)
+        if done:
             self.args = args
-            return "blit" if self.animated and self.limits() == before else "refresh"
+            return "blit" if done != "refresh" and self.animated and self.limits() == before else "refresh"
         self.fig.clear()
         self.fig.subplots_adjust(**_DEFAULT_SUBPLOT_PARAMS())   # lay out from where a fresh figure starts
         self.args = args

@@ -2,7 +2,8 @@
 
 :class:`FigureView` shows a matplotlib Figure as a widget that redraws in place: an ipympl canvas when ipympl is
 installed (``draw_idle``: the browser asks for a frame when it is ready, so quick slider moves coalesce, and only
-the changed pixels travel), else an ``ipywidgets.Image`` whose PNG is re-encoded from the existing canvas.
+the changed pixels travel), else an ``ipywidgets.Image`` whose PNG is re-encoded from the existing canvas. Either way a frame is
+encoded by :func:`png_rgba` (fast, unfiltered PNG).
 :func:`static_view` is the fallback without ipywidgets at all (a GPU machine running the notebooks as plain
 Python): one line, the readout as text, and the static figure.
 
@@ -14,7 +15,7 @@ import re
 
 from flashsim.course.kit.plotting import figure_to_png
 
-__all__ = ["FigureView", "has_ipywidgets", "has_ipympl", "static_view", "LIVE_DPI", "DEFAULT_MODE"]
+__all__ = ["FigureView", "has_ipywidgets", "has_ipympl", "static_view", "png_rgba", "LIVE_DPI", "DEFAULT_MODE"]
 
 #: dots per inch of a live figure on the page (the PNGs the course showed before were 80 dpi)
 LIVE_DPI = 80
@@ -51,6 +52,73 @@ def static_view(readout: str | None, figure):
     return figure
 
 
+def png_rgba(pixels, level: int = 1) -> bytes:
+    """PNG bytes of an (H, W, 4) uint8 RGBA array: no row filter, zlib at `level`.
+
+    What every live frame is encoded with. PIL's encoder tries a filter per row and compresses at level 6: an
+    880 × 608 frame took ≈ 17 ms (a blit's mostly transparent diff) to ≈ 29 ms (a whole figure) on the course's
+    2-core CPU, against ≈ 4 ms and ≈ 8 ms here, for frames a tenth larger, which travel on localhost."""
+    import struct
+    import zlib
+
+    import numpy as np
+    h, w, _ = pixels.shape
+    raw = np.empty((h, 4 * w + 1), np.uint8)   # (H, 1 + 4W): each row starts with its filter byte, 0 = none
+    raw[:, 0] = 0
+    raw[:, 1:] = np.asarray(pixels, np.uint8).reshape(h, 4 * w)
+
+    def chunk(tag: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + tag + body + struct.pack(">I", zlib.crc32(tag + body) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw.tobytes(), level)) + chunk(b"IEND", b""))
+
+
+_FAST_CANVAS = None
+
+
+def _fast_canvas_class():
+    """ipympl's Canvas whose frames are encoded by :func:`png_rgba` (ipympl sends every frame as a PNG of the
+    whole figure: after a blit, the changed pixels with the rest transparent zeros)."""
+    global _FAST_CANVAS
+    if _FAST_CANVAS is None:
+        import numpy as np
+        from ipympl.backend_nbagg import Canvas
+
+        class FastCanvas(Canvas):
+            #: the last full renders' durations (ms), newest last: benchmarks/dashboard_latency.py reads them
+            draw_ms: list = []
+
+            def draw(self):
+                import time
+                t0 = time.perf_counter()
+                try:
+                    super().draw()
+                finally:
+                    self.draw_ms = (self.draw_ms + [round((time.perf_counter() - t0) * 1e3, 1)])[-64:]
+
+            def get_diff_image(self):
+                # matplotlib's FigureCanvasWebAggCore.get_diff_image, with the fast PNG
+                if not self._png_is_old:
+                    return None
+                pixels = np.asarray(self.get_renderer().buffer_rgba())
+                buff = pixels.view(np.uint32).squeeze(2)
+                if (self._force_full or buff.shape != self._last_buff.shape
+                        or (pixels[:, :, 3] != 255).any()):
+                    self.set_image_mode("full")
+                    output = buff
+                else:
+                    self.set_image_mode("diff")
+                    output = np.where(buff != self._last_buff, buff, 0)
+                self._last_buff = buff.copy()
+                self._force_full = False
+                self._png_is_old = False
+                return png_rgba(output.view(np.uint8).reshape((*output.shape, 4)))
+
+        _FAST_CANVAS = FastCanvas
+    return _FAST_CANVAS
+
+
 class FigureView:
     """A LivePlot's figure on the page: ``refresh(how)`` after :meth:`LivePlot.set` said how it changed.
 
@@ -69,12 +137,13 @@ class FigureView:
         self.fig = fig = plot.fig
         self.mode = mode or DEFAULT_MODE or ("ipympl" if has_ipympl() else "image")
         self.frames = self.blits = 0
+        self.refresh_ms: list = []
         self._background = None
         if fig.dpi != LIVE_DPI:
             fig.set_dpi(LIVE_DPI)
         if self.mode == "ipympl":
-            from ipympl.backend_nbagg import Canvas, FigureManager
-            canvas = Canvas(fig)
+            from ipympl.backend_nbagg import FigureManager
+            canvas = _fast_canvas_class()(fig)
             self._manager = FigureManager(canvas, 0)   # ipympl's canvas needs a manager; pyplot never sees it
             canvas.header_visible = False
             canvas.footer_visible = False
@@ -107,18 +176,21 @@ class FigureView:
 
     def _encode(self, full: bool) -> bytes:
         """PNG of the Agg buffer, after a full render (`full`) or as blitted (fast compression, no second draw)."""
-        import io
-
         import numpy as np
-        from PIL import Image
         if full:
             self.fig.canvas.draw()
-        buf = io.BytesIO()
-        Image.fromarray(np.asarray(self.fig.canvas.buffer_rgba())).save(buf, format="png", compress_level=1)
-        return buf.getvalue()
+        return png_rgba(np.asarray(self.fig.canvas.buffer_rgba()))
 
     def refresh(self, how: str = "redraw") -> None:
         """Show the plot's new state: "blit" when only animated artists changed, else a full render."""
+        import time
+        t0 = time.perf_counter()
+        try:
+            self._refresh(how)
+        finally:   # (how, ms) of the last refreshes, newest last: benchmarks/dashboard_latency.py reads them
+            self.refresh_ms = (self.refresh_ms + [(how, round((time.perf_counter() - t0) * 1e3, 1))])[-64:]
+
+    def _refresh(self, how: str) -> None:
         self.frames += 1
         canvas = self.fig.canvas
         if how == "blit" and self._background is not None:
