@@ -34,8 +34,9 @@ os.environ.setdefault("FLASHSIM_POISON", "1")   # NaN-filled outputs on the GPU 
 
 from flashsim import kernels as K  # noqa: E402  (cheap: the kernels, torch and triton load on first use)
 from flashsim.measure import bench, ncu_profile_batch  # noqa: E402
+from flashsim.measure.correctness import attention_vs_torch  # noqa: E402
 from flashsim.measure.provenance import run_info  # noqa: E402
-from flashsim.model.attention.reference import reference_attention, reference_attention_grads  # noqa: E402
+from flashsim.model.attention.reference import reference_attention  # noqa: E402
 from flashsim.model.kernel_io import kernel_dram, kernel_io  # noqa: E402
 
 
@@ -48,11 +49,6 @@ def reference(q, k, v, causal):
     import torch
     return torch.from_numpy(reference_attention(*_host64(q, k, v), causal=causal)).to(q.device)
 
-
-def reference_grads(q, k, v, do, causal):
-    """(dq, dk, dv) of the one float64 reference, on q's device."""
-    import torch
-    return [torch.from_numpy(g).to(q.device) for g in reference_attention_grads(*_host64(q, k, v, do), causal=causal)]
 
 # --- the ncu sweep: (kernel, batch, heads, n, d, causal, block_m, block_n) ----------------------------------
 # K/V "fit" = all heads' K and V together fit the 60 MB L2; "big" = they don't (per-head K+V > 60 MB for the
@@ -155,7 +151,6 @@ def _simulate(cfg):
 
 def correctness_sweep(log):
     import torch
-    import torch.nn.functional as F
     res = []
     for n in (128, 1000, 4096):
         for d in (64, 80, 128):
@@ -165,30 +160,14 @@ def correctness_sweep(log):
                     B, H = 1, 4
                     q, k, v, do = (torch.randn(B, H, n, d, device="cuda", dtype=torch.float32) for _ in range(4))
                     q, k, v, do = (x.to(dt) for x in (q, k, v, do))
-                    ql, kl, vl = (x.clone().requires_grad_() for x in (q, k, v))
-                    o = K.attention(ql, kl, vl, causal=causal)
-                    o.backward(do)
-                    qt, kt, vt = (x.clone().requires_grad_() for x in (q, k, v))
-                    ot = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-                    ot.backward(do)
-                    od = reference(q, k, v, causal)                # the one float64 reference
-                    gd = reference_grads(q, k, v, do, causal)
                     row = {"n": n, "d": d, "causal": causal, "dtype": str(dt).replace("torch.", "")}
-                    ok = True
-                    for name, ours, theirs, ref in (("o", o, ot, od), ("dq", ql.grad, qt.grad, gd[0]),
-                                                    ("dk", kl.grad, kt.grad, gd[1]),
-                                                    ("dv", vl.grad, vt.grad, gd[2])):
-                        e_ours = ((ours.double() - ref).norm() / ref.norm()).item()
-                        e_torch = ((theirs.double() - ref).norm() / ref.norm()).item()
-                        finite = bool(torch.isfinite(ours).all())
-                        row[name] = {"err": e_ours, "torch_err": e_torch, "finite": finite}
-                        ok &= finite and e_ours <= 2 * e_torch
-                    row["pass"] = ok
+                    row.update(attention_vs_torch(q, k, v, do, causal))  # errors vs the one float64 reference
+                    ok = row["pass"]
                     res.append(row)
                     log(f"correct n={n} d={d} causal={causal} {row['dtype']}: "
                         + " ".join(f"{k}={row[k]['err']:.2e}/{row[k]['torch_err']:.2e}" for k in ("o", "dq", "dk", "dv"))
                         + (" OK" if ok else " FAIL"))
-                    del q, k, v, do, ql, kl, vl, qt, kt, vt, gd, o, ot, od
+                    del q, k, v, do
     torch.cuda.empty_cache()
     return res
 

@@ -3,9 +3,8 @@ import shutil
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-from kernel_inputs import reference, reference_grads, rel
+from flashsim.measure.correctness import attention_vs_torch
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (kernels compile for it)")]
@@ -17,17 +16,8 @@ def test_attention_gpu_within_2x_torch_error(n, d, causal, dtype):
     import flashsim.kernels as K
     assert not K.INTERPRETER
     q, k, v, do = (torch.randn(1, 4, n, d, device="cuda").to(dtype) for _ in range(4))
-    ql, kl, vl = (x.clone().requires_grad_() for x in (q, k, v))
-    o = K.attention(ql, kl, vl, causal=causal)
-    o.backward(do)
-    qt, kt, vt = (x.clone().requires_grad_() for x in (q, k, v))
-    ot = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-    ot.backward(do)
-    od = reference(q, k, v, causal)                                    # the one float64 reference (CPU, row chunks)
-    grads = reference_grads(q, k, v, do, causal)
-    for ours, theirs, ref in ((o, ot, od), (ql.grad, qt.grad, grads[0]), (kl.grad, kt.grad, grads[1]),
-                              (vl.grad, vt.grad, grads[2])):
-        assert torch.isfinite(ours).all() and rel(ours.cpu(), ref) <= 2 * rel(theirs.cpu(), ref)
+    res = attention_vs_torch(q, k, v, do, causal)  # each output vs the one float64 reference, next to torch's
+    assert res["pass"], res
 
 
 def test_cpu_tensors_rejected_on_gpu():
