@@ -32,6 +32,14 @@ def test_missing_kernels_is_one_line_naming_what_and_how(no_kernels):
     assert isinstance(err.value, ImportError) and isinstance(err.value, FlashsimError)
 
 
+def test_one_definition_below_the_layers_that_the_kernels_backend_shares(no_kernels):
+    from flashsim import errors
+    from flashsim.kernels import runtime
+    assert optional.missing is errors.missing and optional.MissingExtra is errors.MissingExtra
+    assert runtime._missing() == errors.not_installed("kernels") == "torch and triton are not installed"
+    assert optional.missing("kernels").startswith(runtime._missing())
+
+
 def test_one_missing_module_is_singular(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)
     assert optional.missing("cpu").startswith("numba is not installed, so the numba CPU kernel cannot run here")

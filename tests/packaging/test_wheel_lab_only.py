@@ -1,15 +1,14 @@
 """A wheel installed non-editable in a bare environment with only ``[lab]`` (from the lock: no torch, no triton,
-no numba) runs the chapters to their end (00–05 must; every chapter is run), and shows the recorded GPU results
-(issue 14).
+no numba) runs every chapter to its end, and shows the recorded GPU and CPU results (issue 14).
 
-A kernel section there prints one line (what is missing, how to install it; :mod:`flashsim.course.kit.optional`)
-and shows the measurement recorded on a GPU (:func:`flashsim.course.kit.real_gpu.recorded`). The notebooks run
-with ``jupyter nbconvert --execute`` (what ``[lab]`` brings) in the venv's own kernel, at ``FLASHSIM_SIZE=small``.
+A kernel or CPU section there prints one line (what is missing, how to install it; :func:`flashsim.errors.missing`
+through :mod:`flashsim.course.kit.optional`) and shows the measurement recorded on a GPU or a CPU
+(:func:`flashsim.course.kit.real_gpu.recorded`, :mod:`flashsim.course.kit.results`). The notebooks run with
+``jupyter nbconvert --execute`` (what ``[lab]`` brings) in the venv's own kernel, at ``FLASHSIM_SIZE=small``.
 """
 from __future__ import annotations
 
 import json
-import subprocess
 import zipfile
 from pathlib import Path
 
@@ -18,20 +17,8 @@ from packaging_helpers import LOCK, ROOT, clean_env, make_venv, run
 
 pytestmark = [pytest.mark.packaging, pytest.mark.slow, pytest.mark.xdist_group("lab_only")]
 
-CHAPTERS = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))  # every one; 00-05 must pass
+CHAPTERS = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))  # every one must pass
 KERNEL_NAME = "flashsim-lab-only"
-#: chapters that code outside packaging still stops in a lab-only install: chapter -> where, and why. Each still
-#: runs, and xfails with its error; once its section asks flashsim.course.kit.optional.missing(...) first (one
-#: line, then the recorded result), it passes: then drop it from here.
-BLOCKED = {
-    "06": "flashsim/course/ch06/dashboards.py:69: measure_peak_memory() imports torch unguarded",
-    "07": "flashsim/course/ch07/dashboards.py: gradient_check() imports torch unguarded",
-    "10": "flashsim/cpu/flash.py:14 imports numba; chapter 10's dashboards call it without asking missing('cpu')",
-    "12": "notebooks/12_final_exercise.ipynb: its first code cell imports triton (and ch12/template.py needs it)",
-    "13": "flashsim/multi/distributed.py:34 imports torch; notebook 13 imports it for the real ring",
-    "14": "flashsim/course/ch12/dashboards.py:241: tuned_configs() (what widgets.tuned_configs is) imports "
-          "flashsim.kernels._common (torch) unguarded; ch14's own tuned_configs asks missing('kernels')",
-}
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +52,8 @@ def test_lab_only_has_no_torch_triton_or_numba_and_flashsim_is_the_wheel(lab_pyt
 
 def test_recorded_results_load_from_the_installed_wheel(lab_python):
     code = ("from flashsim.course.kit.results import load_result, recorded_names\n"
-            "assert {'kernels_h200', 'tune_h200', 'flash_decoding_h200', 'distributed_h200'} <= set(recorded_names())\n"
+            "assert {'kernels_h200', 'tune_h200', 'flash_decoding_h200', 'distributed_h200', 'cpu_peak_memory',\n"
+            "        'cpu_speed', 'grade_final_h200'} <= set(recorded_names())\n"
             "assert load_result('kernels_h200')['ncu_sweep'] and load_result('flash_decoding_h200')['sweep']\n"
             "assert load_result('tune_h200') and load_result('distributed_h200')\n"
             "from flashsim.course.kit.real_gpu import compare\n"
@@ -86,18 +74,13 @@ def test_chapter_runs_to_its_end_with_lab_only(lab_python, chapter, tmp_path):
     cmd = [lab_python.parent / "jupyter", "nbconvert", "--to", "notebook", "--execute",
            f"--ExecutePreprocessor.kernel_name={KERNEL_NAME}", "--ExecutePreprocessor.timeout=600",
            "--output-dir", tmp_path, notebook]
-    env = clean_env(FLASHSIM_SIZE="small")
-    if chapter in BLOCKED:  # still run it: passes once the blocker is fixed (then drop it from BLOCKED)
-        proc = subprocess.run([str(c) for c in cmd], env=env, capture_output=True, text=True, timeout=900,
-                              check=False)
-        if proc.returncode != 0:
-            pytest.xfail(f"{BLOCKED[chapter]} -- {proc.stderr.strip().splitlines()[-1][:300]}")
-    else:
-        run(cmd, env=env, timeout=900)
+    run(cmd, env=clean_env(FLASHSIM_SIZE="small"), timeout=900)
     executed = json.loads((tmp_path / notebook.name).read_text())
     outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o["output_type"] == "error"]
     source = notebook.read_text()
+    text = "".join("".join(o.get("text", "")) for o in outputs if o["output_type"] == "stream")
     if "compare(" in source:  # its "On the real GPU" section said, in one line, what is missing and how to get it
-        text = "".join("".join(o.get("text", "")) for o in outputs if o["output_type"] == "stream")
         assert 'pip install "flashsim[kernels]"' in text
+    if chapter in ("06", "10"):  # the CPU kernel's sections said that numba is missing, then showed the recording
+        assert 'pip install "flashsim[cpu]"' in text and "recorded" in text
