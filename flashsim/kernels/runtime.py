@@ -71,7 +71,8 @@ class Backend:
 
 
 _DECIDED: Backend | None = None
-#: True while _DECIDED is import_default()'s choice that no select_backend() call has confirmed or replaced
+#: True while _DECIDED is import_default()'s choice by the machine rule (no TRITON_INTERPRET from the caller) that
+#: no select_backend() call has confirmed or replaced
 _IMPLICIT = False
 _ANNOUNCED = False
 
@@ -143,12 +144,14 @@ def select_backend(interpret: bool | None = None) -> Backend:
 
 def import_default() -> Backend:
     """The backend ``import flashsim.kernels`` takes when nobody chose before: :func:`select_backend`'s rule, kept
-    as a default that an explicit ``select_backend(interpret=...)`` may still replace until triton is imported."""
+    as a default that an explicit ``select_backend(interpret=...)`` may still replace until triton is imported.
+    A ``TRITON_INTERPRET`` the caller set is a choice, not a default: it holds as an explicit call does."""
     global _IMPLICIT
     if _DECIDED is not None and _DECIDED.available:
         return _DECIDED
+    caller_chose = _env_interpret() is not None
     backend = select_backend()
-    _IMPLICIT = True
+    _IMPLICIT = not caller_chose
     return backend
 
 

@@ -65,6 +65,8 @@ def test_session_start_prints_one_calm_line_on_stdout():
 def test_caller_setting_is_respected_and_triton_first_is_a_clear_error():
     p = _fresh("import flashsim.kernels as K; print(K.INTERPRETER_REASON)", TRITON_INTERPRET="1")
     assert p.returncode == 0 and "TRITON_INTERPRET=1 was set by the caller" in p.stdout
+    p = _fresh("import flashsim.kernels as K; K.select_backend(interpret=False)", TRITON_INTERPRET="1")
+    assert p.returncode != 0 and "restart" in p.stderr          # the caller's choice holds as before
     p = _fresh("import triton; from flashsim.kernels import select_backend; select_backend()")
     assert p.returncode != 0 and "before `import triton`" in p.stderr and "FlashsimError" in p.stderr
 
