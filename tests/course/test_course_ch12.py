@@ -117,3 +117,27 @@ def test_the_template_source_reads_the_same_from_its_file(monkeypatch):
     installed = dashboards.template_source()
     monkeypatch.setattr(dashboards, "missing", lambda extra: "torch and triton are not installed")
     assert dashboards.template_source() == installed and installed.startswith("@triton.jit\ndef _flash_template")
+
+
+def test_gpu_io_grading_runs_the_learners_source_under_ncu(tmp_path, monkeypatch):
+    """ncu_learner_io writes the learner's kernel into a script and reads one launch back through
+    flashsim.measure.ncu.ncu_profile_script (a fake ncu here: it keeps the script and prints ncu's CSV)."""
+    import os
+    import stat
+    import sys
+    from flashsim.course.ch12 import checks
+    head = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+    rows = "".join(f'"0","_flash_template_kernel","{m}","byte","{v}"\n' for m, v in (
+        ("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", "4,718,592"),
+        ("l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", "270,336")))
+    fake = tmp_path / "ncu"
+    fake.write_text(f"#!{sys.executable}\nimport shutil, sys\nshutil.copy(sys.argv[-1], {str(tmp_path / 'kept.py')!r})\n"
+                    f"sys.stdout.write({head + rows!r})\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    got = checks.ncu_learner_io(flash_inner, 1024, 64, 2, True, 64, 64)
+    assert (got["backend"], got["global_load_bytes"], got["global_store_bytes"]) == ("ncu", 4718592, 270336)
+    kept = (tmp_path / "kept.py").read_text()
+    assert "def flash_inner(" in kept and "flash_forward_template(q, k, v, flash_inner, causal=True" in kept
+    ok, line, det = checks._grade_gpu_io(flash_inner, extra_loads=0)
+    assert ok and "equal the kernel view exactly" in line and det["gpu_load_bytes"] == det["view_load_bytes"]
