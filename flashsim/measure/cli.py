@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from flashsim.errors import FlashsimError
-from flashsim.kernels.runtime import interpreting
+from flashsim.kernels.runtime import interpreting, select_backend
 from flashsim.measure.device import simulated_hardware
 from flashsim.measure.interp import count_io
 from flashsim.measure.ncu import ncu_profile
@@ -67,7 +67,11 @@ def add_measure_arguments(parser) -> None:
 
 
 def run_measure(args) -> int:
-    """Run ``flashsim measure`` for parsed ``args``; print JSON (``--json``) or a short table. Returns 0."""
+    """Run ``flashsim measure`` for parsed ``args``; print JSON (``--json``) or a short table. Returns 0.
+
+    The backend is chosen explicitly here (the GPU where torch sees one, else the interpreter), so the kernels do
+    not print their "nobody chose" line: the result names the backend itself."""
+    select_backend()
     res = measure_cli_result(args.kernel, args.n, args.d, args.block_m, args.block_n, args.causal, args.dtype,
                              batch=getattr(args, "batch", 1), heads=getattr(args, "heads", 1))
     if getattr(args, "json", False):

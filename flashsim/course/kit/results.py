@@ -1,4 +1,4 @@
-"""Recorded GPU results that the course shows, read as package data (chapters 09, 12 and 13).
+"""Recorded GPU and CPU results that the course shows, read as package data (chapters 06, 09, 10, 12 and 13).
 
 ``benchmarks/results/`` (and ``benchmarks/experiments/``) stay the raw, dated record of every GPU run. The course
 shows a curated, named set of them: byte-exact copies under ``flashsim/course/recorded/``, shipped inside the wheel
