@@ -26,6 +26,8 @@ from flashsim.errors import FlashsimError
 from flashsim.kernels._common import (POINTER_LOADS_H200, check_blocks, check_flag, check_launch, check_qkv,
                                       check_tensors, head_block, output_like, scale_of, tensor_desc, tuned_config,
                                       use_tma)
+from flashsim.kernels.gluon import backward_path, gluon_backward
+from flashsim.kernels.runtime import interpreting
 
 
 @triton.jit
@@ -231,7 +233,7 @@ def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale, DESC_K, DESC_V,
 
 def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, block_m: int | None = None,
                    block_n: int | None = None, num_warps: int | None = None, num_stages: int | None = None,
-                   tma: bool | None = None):
+                   tma: bool | None = None, gluon: bool | None = None):
     """Gradients (dq, dk, dv) of FlashAttention by recomputation (chapter 07); three launches.
 
     q, k, v, o, do: (B, H, N, d); lse: (B, H, N) fp32 from :func:`flash_forward`.
@@ -241,6 +243,11 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     configuration (:data:`flashsim.kernels._common.TUNED_H200`: the K/V pass wants few Q rows per step, the dQ
     pass many). ``tma``: stream the tiles through tensor descriptors (chapter 12); None = as
     :func:`flash_forward` decides (where supported and validated, never by default in the interpreter).
+    ``gluon``: True: delta comes from the preprocess kernel below and the FA3-style Gluon backward
+    (:mod:`flashsim.kernels.gluon.bwd_sm90`; Hopper, fp16 or bf16, d in {64, 128}) computes dq, dk, dv from it, or
+    an error says why it cannot; None (default): the same where :func:`flashsim.kernels.gluon.backward_path` with
+    ``default=True`` picks it (no launch parameter given, and the shapes where it was measured faster than these
+    kernels, :data:`flashsim.kernels.gluon.BWD_DEFAULT_FROM_N`), else these Triton kernels; False: always these.
     """
     B, H, N, d = check_qkv(q, k, v)
     check_tensors(("q", "o", "do"), q, o, do, ndim=4)
@@ -250,6 +257,14 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
         raise FlashsimError(f"lse must be the fp32 (B, H, N) = {(B, H, N)} logsumexp flash_forward returned")
     causal = check_flag("causal", causal)
     scale = scale_of(sm_scale, d)
+    gluon = None if gluon is None else check_flag("gluon", gluon)
+    use_gluon = False
+    if gluon or (gluon is None and not interpreting() and block_m is None and block_n is None
+                 and num_warps is None and num_stages is None and tma is None):
+        path, why = backward_path(q, k, v, causal, default=not gluon)
+        use_gluon = path == "gluon"
+        if gluon and not use_gluon:
+            raise FlashsimError(f"gluon=True: {why}; or pass gluon=False for the Triton kernels")
     num_warps, num_stages = check_launch(num_warps, num_stages)
     block_d = head_block(d)
     q, k, v, o, do = (t.contiguous() for t in (q, k, v, o, do))     # one (B, H, N, d) layout for all
@@ -277,6 +292,8 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     delta = output_like(q, (B, H, N), torch.float32)                 # (B, H, N)
     _bwd_preprocess[(triton.cdiv(N, block_m), B * H)](o, do, delta, *o.stride(), *do.stride(), H, N, d,
                                                       BLOCK_M=block_m, BLOCK_D=block_d)
+    if use_gluon:
+        return gluon_backward(q, k, v, o, lse, do, delta, causal=causal, sm_scale=scale)
     dk, dv, dq = output_like(k), output_like(v), output_like(q)      # (B, H, N, d) each
     bm, bn, opts, tma_here = launch("flash_bwd_dkdv")
     descs = (tensor_desc(q, bm, block_d), tensor_desc(do, bm, block_d)) if tma_here else (None, None)

@@ -1,15 +1,15 @@
-"""flashsim.kernels.gluon: the Hopper-only Gluon forward.
+"""flashsim.kernels.gluon: the Hopper-only Gluon forward and backward.
 
 On any machine: the guarded import reports unavailability cleanly, with a reason, and path selection falls back to
-the Triton kernel. On a Hopper GPU (skipped elsewhere, with the reason): the forward against float64, within 2x
-PyTorch's own error, on ragged N, both dtypes, both head dims, causal or not.
+the Triton kernels. On a Hopper GPU (skipped elsewhere, with the reason): the forward and the backward against
+float64, within 2x PyTorch's own error, on ragged N, both dtypes, both head dims, causal or not.
 """
 import pytest
 import torch
 import torch.nn.functional as F
 
 import flashsim.kernels.gluon as G
-from kernel_inputs import reference
+from kernel_inputs import reference, reference_grads
 
 AVAILABLE, REASON = G.available()
 
@@ -29,6 +29,21 @@ def test_path_selection_picks_triton_without_hopper():
     assert path == "triton" and why
     with pytest.raises(RuntimeError, match="gluon_forward"):
         G.gluon_forward(q, q, q)
+    path, why = G.backward_path(q, q, q, causal=True)
+    assert path == "triton" and why
+    lse = torch.zeros(1, 2, 64)
+    with pytest.raises(RuntimeError, match="gluon_backward"):
+        G.gluon_backward(q, q, q, q, lse, q)
+
+
+def test_forward_configs_keyed_by_n_override_the_base_in_their_range_only():
+    for (d, causal), ranges in G.FWD_CONFIGS_BY_N.items():
+        base = G.FWD_CONFIGS[(d, causal)]
+        for lo, hi, overrides in ranges:
+            for n in (lo, hi if hi is not None else lo * 4):
+                assert G.forward_config(d, causal, n) == dict(base, **overrides)
+    assert G.forward_config(128, True, 8192) == G.FWD_CONFIGS[(128, True)]
+    assert G.forward_config(64, False, 2048) == G.FWD_CONFIGS[(64, False)]
 
 
 def test_configs_cover_every_head_dim_and_mask():
@@ -41,7 +56,19 @@ def test_configs_cover_every_head_dim_and_mask():
             assert smem <= 227 * 1024
 
 
-hopper = pytest.mark.skipif(not AVAILABLE, reason=f"Gluon forward unavailable: {REASON}")
+def test_backward_configs_fit_in_shared_memory():
+    for d in G.HEAD_DIMS:
+        for causal in (False, True):
+            cfg = G.BWD_CONFIGS[(d, causal)]
+            assert cfg["BLOCK_M"] in (64, 128) and cfg["STAGES"] >= 2
+            # K, V (128 x d each) + the Q/dO ring + dS (128 x BLOCK_M), 2 bytes each, + the fp32 dQ tile that
+            # the TMA reduce-add reads (BLOCK_M x d): under an H200's 227 KB
+            assert G.bwd_smem_bytes(d, 2, **cfg) == 2 * (2 * 128 * d + 2 * cfg["STAGES"] * cfg["BLOCK_M"] * d
+                                                         + 128 * cfg["BLOCK_M"]) + 4 * cfg["BLOCK_M"] * d * cfg["DQ_TMA"]
+            assert G.bwd_smem_bytes(d, 2, **cfg) <= 227 * 1024
+
+
+hopper = pytest.mark.skipif(not AVAILABLE, reason=f"Gluon kernels unavailable: {REASON}")
 
 
 @hopper
@@ -74,6 +101,29 @@ def test_gluon_forward_without_pingpong_is_the_same_function():
     torch.testing.assert_close(la, lb)
 
 
+@hopper
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("n", [1, 100, 1000, 2085])
+def test_gluon_backward_within_2x_torch_error(dtype, d, causal, n):
+    """Each gradient of the Gluon backward (fed the Gluon forward's o and lse) within 2x SDPA's, vs float64."""
+    from flashsim.kernels import flash_backward
+    torch.manual_seed(n + d + 7)
+    q, k, v, do = (torch.randn(2, 3, n, d, device="cuda", dtype=dtype) for _ in range(4))
+    assert G.backward_path(q, k, v, causal)[0] == "gluon"
+    o, lse = G.gluon_forward(q, k, v, causal=causal)
+    grads = flash_backward(q, k, v, o, lse, do, causal=causal, gluon=True)
+    refs = [r.to(q.device) for r in reference_grads(q, k, v, do, causal)]
+    qt, kt, vt = (t.clone().requires_grad_() for t in (q, k, v))
+    torch_grads = torch.autograd.grad(F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), (qt, kt, vt), do)
+    for name, x, t, ref in zip(("dq", "dk", "dv"), grads, torch_grads, refs):
+        err = lambda y: ((y.double() - ref).norm() / ref.norm()).item()  # noqa: E731
+        assert x.shape == ref.shape and x.dtype == dtype and torch.isfinite(x).all(), name
+        assert err(x) <= 2 * err(t) + 1e-6, (name, err(x), err(t))
+
+
 def test_flash_forward_takes_the_triton_path_off_hopper_and_gluon_true_says_why():
     """flash_forward(gluon=None) falls back to the Triton kernel off Hopper; gluon=True names why it cannot run."""
     import torch
@@ -90,3 +140,20 @@ def test_flash_forward_takes_the_triton_path_off_hopper_and_gluon_true_says_why(
     assert torch.equal(o, o2) and torch.equal(lse, lse2)
     with pytest.raises(FlashsimError, match="gluon=True"):
         kernels.flash_forward(q, k, v, gluon=True)
+
+
+def test_flash_backward_takes_the_triton_path_off_hopper_and_gluon_true_says_why():
+    """flash_backward(gluon=None) runs the Triton kernels off Hopper; gluon=True names why the Gluon one cannot."""
+    from flashsim import kernels
+    from flashsim.errors import FlashsimError
+
+    if not kernels.INTERPRETER:
+        pytest.skip("interpreter-only check (a GPU may run the Gluon path)")
+    g = torch.Generator().manual_seed(1)
+    q, k, v, do = (torch.randn(1, 1, 40, 16, generator=g) for _ in range(4))
+    o, lse = kernels.flash_forward(q, k, v, block_m=16, block_n=16)
+    a = kernels.flash_backward(q, k, v, o, lse, do, block_m=16, block_n=16)
+    b = kernels.flash_backward(q, k, v, o, lse, do, block_m=16, block_n=16, gluon=False)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    with pytest.raises(FlashsimError, match="gluon=True"):
+        kernels.flash_backward(q, k, v, o, lse, do, gluon=True)

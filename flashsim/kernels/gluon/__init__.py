@@ -13,7 +13,10 @@ imported lazily and guarded: :func:`available` says whether the path can run, an
 - :func:`forward_path` -> ("gluon" or "triton", reason): the path selection for given inputs
 - :func:`gluon_forward` (q, k, v, causal, sm_scale) -> (o, lse), the convention of
   :func:`flashsim.kernels.flash_forward`: o (B, H, N, d) in q's dtype, lse (B, H, N) fp32 natural-log logsumexp
-  of each score row, so that the Triton backward (:func:`flashsim.kernels.flash_backward`) can consume it.
+  of each score row, so that either backward can consume it.
+- :func:`backward_path` -> ("gluon" or "triton", reason), and :func:`gluon_backward` (q, k, v, o, lse, do, delta,
+  causal, sm_scale) -> (dq, dk, dv), the convention of :func:`flashsim.kernels.flash_backward`
+  (:mod:`flashsim.kernels.gluon.bwd_sm90`: K/V resident per CTA, Q/dO streamed by TMA, dQ added with atomics).
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ HEAD_DIMS = (64, 128)
 #: are the fastest of the candidates that benchmarks/gluon_validate.py --tune times (results: gluon_fwd_h200_*).
 FWD_CONFIGS = {
     (64, False): dict(NC=3, BLOCK_N=128, STAGES=3, CONSUMER_REGS=160, PINGPONG=True),
-    (64, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True),
+    (64, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=False),
     (128, False): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True),
     (128, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True),
 }
@@ -38,10 +41,53 @@ FWD_CONFIGS = {
 
 FWD_CONFIGS_DEFAULT = {key: dict(cfg) for key, cfg in FWD_CONFIGS.items()}
 
+#: launch configurations keyed by N, on top of :data:`FWD_CONFIGS`: (head dim, causal) -> [(lowest N, highest N,
+#: overrides), ...], the first matching range wins. d=128: at N <= 2048 the ping-pong turns cost more than they
+#: hide (few K/V tiles per query block), and so they do for the causal kernel at N = 16384, while at N = 4096-8192
+#: they pay (benchmarks/gluon_validate.py --fwd-by-n times the candidates per N).
+FWD_CONFIGS_BY_N = {
+    (128, False): [(1, 2048, dict(PINGPONG=False))],
+    (128, True): [(1, 2048, dict(PINGPONG=False)), (16384, None, dict(PINGPONG=False))],
+}
+
+
+def forward_config(d: int, causal: bool, N: int) -> dict:
+    """The forward's launch configuration for head dim d, mask and sequence length N."""
+    cfg = dict(FWD_CONFIGS[(d, bool(causal))])
+    for lo, hi, overrides in FWD_CONFIGS_BY_N.get((d, bool(causal)), ()):
+        if N >= lo and (hi is None or N <= hi):
+            cfg.update(overrides)
+            break
+    return cfg
+
+#: launch configuration of the backward by (head dim, causal): BLOCK_M (query rows per streamed Q/dO tile; the
+#: K/V block is always 128 keys, 64 per compute warpgroup), STAGES (Q/dO ring slots), DS_TRANS (dS is written to
+#: shared memory as the dSᵀ tile the registers hold, and the dQ matmul reads it transposed; False: transposed in
+#: registers first), DQ_TMA (each dQ partial goes out by a TMA reduce-add from shared memory; False: per-element
+#: atomics from registers), PIPE (Sᵀ and dPᵀ of the next query block are issued before this block's dQ is waited
+#: for; False: each block starts when the one before has gone out), REVERSE (a CTA walks its query blocks from the
+#: last down to the diagonal, so that under a causal mask the CTAs of one head read the same Q/dO tiles at the same
+#: time). The entries are the fastest of the candidates benchmarks/gluon_validate.py --bwd --tune times (PIPE and
+#: REVERSE measured slower on an H200: with PIPE, ptxas serialises the wgmma pipeline). Shared memory at d=128,
+#: BLOCK_M=64, 2 slots: K 32 KB + V 32 KB + Q 2 x 16 KB + dO
+#: 2 x 16 KB + dS 16 KB + the fp32 dQ tile 32 KB = 176 KB.
+BWD_CONFIGS = {
+    (64, False): dict(BLOCK_M=64, STAGES=3, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False),
+    (64, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False),
+    (128, False): dict(BLOCK_M=64, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False),
+    (128, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=False, DQ_TMA=True, PIPE=False, REVERSE=False),
+}
+
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
 #: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
 #: per call (a huge value gives one section: the plain longest-first order over all heads).
 L2_SECTION_BYTES = 20 * 2 ** 20
+
+
+def bwd_smem_bytes(d: int, element_bytes: int, BLOCK_M: int, STAGES: int, DQ_TMA: bool = True, **_) -> int:
+    """Shared memory of one backward CTA: K and V (128 x d each), the Q/dO ring, the dS tile (128 x BLOCK_M), and
+    with DQ_TMA the fp32 dQ tile (BLOCK_M x d) that the TMA reduce-add reads."""
+    return element_bytes * (2 * 128 * d + 2 * STAGES * BLOCK_M * d + 128 * BLOCK_M) + (4 * BLOCK_M * d if DQ_TMA else 0)
 
 
 def _max_regs(nc: int) -> int:
@@ -141,7 +187,8 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
 
     q, k, v: (B, H, N, d) CUDA tensors, fp16 or bf16, d in :data:`HEAD_DIMS`, any N. Returns (o, lse) in the
     convention of :func:`flashsim.kernels.flash_forward`. ``pingpong`` and ``config`` (keys of :data:`FWD_CONFIGS`)
-    override the tuned configuration, for the ablation and the tuning sweep; ``max_ctas`` caps the persistent grid
+    override the tuned configuration (:func:`forward_config`: by head dim, mask and N), for the ablation and the
+    tuning sweep; ``max_ctas`` caps the persistent grid
     (default: one CTA per SM).
     Raises ``RuntimeError`` with the reason when the inputs are not covered (:func:`supports`).
     """
@@ -157,7 +204,7 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
 
     B, H, N, d = q.shape
     scale = d ** -0.5 if sm_scale is None else float(sm_scale)
-    cfg = dict(FWD_CONFIGS[(d, bool(causal))])
+    cfg = forward_config(d, causal, N)
     cfg.update(config or {})
     if pingpong is not None:
         cfg["PINGPONG"] = bool(pingpong)
@@ -186,4 +233,94 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     return o, lse
 
 
-__all__ = ["available", "supports", "forward_path", "gluon_forward", "HEAD_DIMS", "FWD_CONFIGS"]
+@functools.lru_cache(maxsize=None)
+def _backward_importable() -> tuple[bool, str]:
+    try:
+        from . import bwd_sm90  # noqa: F401
+    except Exception as exc:  # an API change surfaces here, at decoration time
+        return False, f"the Gluon backward did not import: {type(exc).__name__}: {exc}"
+    return True, "imported"
+
+
+#: (head dim, causal) -> smallest N from which ``flash_backward(gluon=None)`` takes the Gluon backward by default.
+#: Empty: on the H200 the Gluon backward (0.57-0.82x cuDNN) was not measured faster than the course's Triton
+#: backward side by side in any row, so the default stays the Triton kernels and ``gluon=True`` opts in.
+BWD_DEFAULT_FROM_N: dict = {}
+
+
+def backward_path(q, k, v, causal: bool = False, *, default: bool = False) -> tuple[str, str]:
+    """Which backward kernels serve these inputs: ("gluon", why) where :func:`supports` covers them and the Gluon
+    backward imports, else ("triton", why not). ``default=True``: the choice :func:`flashsim.kernels.flash_backward`
+    makes when it is called with ``gluon=None`` and no launch parameter, which also needs the inputs' (d, causal, N)
+    in :data:`BWD_DEFAULT_FROM_N`."""
+    ok, why = supports(q, k, v, causal)
+    if ok:
+        ok, why = _backward_importable()
+    if ok and default:
+        from_n = BWD_DEFAULT_FROM_N.get((q.shape[-1], bool(causal)))
+        if from_n is None or q.shape[-2] < from_n:
+            return "triton", ("the Gluon backward was not measured faster than the Triton one here "
+                              "(flashsim.kernels.gluon.BWD_DEFAULT_FROM_N); gluon=True takes it")
+    return ("gluon", "covered") if ok else ("triton", why)
+
+
+def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_scale=None, *,
+                   config: dict | None = None):
+    """Gradients (dq, dk, dv) of O = softmax(Q Kᵀ · sm_scale) V on Hopper (:mod:`flashsim.kernels.gluon.bwd_sm90`).
+
+    q, k, v, o, do: (B, H, N, d) CUDA tensors, fp16 or bf16, d in :data:`HEAD_DIMS`, any N; lse: (B, H, N) fp32,
+    the forward's natural-log logsumexp; delta: (B, H, N) fp32 rowsum(dO ∘ O) (None: computed here).
+    ``config`` overrides keys of :data:`BWD_CONFIGS` (the tuning sweep). dQ is accumulated in fp32 by atomics from
+    every K/V block, then scaled and rounded once.
+    Raises ``RuntimeError`` with the reason when the inputs are not covered (:func:`backward_path`).
+    """
+    import torch
+    import triton
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    path, why = backward_path(q, k, v, causal)
+    if path != "gluon":
+        raise RuntimeError(f"gluon_backward: {why}")
+    from .bwd_sm90 import LOG2E, attn_bwd_sm90
+
+    B, H, N, d = q.shape
+    if o.shape != q.shape or do.shape != q.shape or tuple(lse.shape) != (B, H, N):
+        raise RuntimeError("gluon_backward: o and do must have q's shape, lse (B, H, N)")
+    scale = d ** -0.5 if sm_scale is None else float(sm_scale)
+    cfg = dict(BWD_CONFIGS[(d, bool(causal))])
+    cfg.update(config or {})
+    block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])
+    dq_tma, pipe, reverse = bool(cfg.get("DQ_TMA", True)), bool(cfg.get("PIPE", False)), bool(cfg.get("REVERSE", False))
+    q2, k2, v2, do2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v, do))
+    lse = lse.contiguous().float()
+    if delta is None:
+        delta = (o.float() * do.float()).sum(-1)     # (B, H, N) fp32
+    delta = delta.contiguous()
+    dq_acc = torch.zeros((B, H, N, d), dtype=torch.float32, device=q.device)   # fp32, added into by atomics
+    poison = os.environ.get("FLASHSIM_POISON", "0") not in ("", "0")
+    alloc = (lambda: torch.full((B, H, N, d), float("nan"), dtype=q.dtype, device=q.device)) if poison else \
+        (lambda: torch.empty((B, H, N, d), dtype=q.dtype, device=q.device))
+    dk, dv = alloc(), alloc()
+    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
+    qdo_layout = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
+    kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
+    ds_layout = gl.NVMMASharedLayout.get_default_for([block_n, block_m] if ds_trans else [block_m, block_n], gdt)
+    q_desc = TensorDescriptor.from_tensor(q2, [block_m, d], qdo_layout)
+    do_desc = TensorDescriptor.from_tensor(do2, [block_m, d], qdo_layout)
+    k_desc = TensorDescriptor.from_tensor(k2, [block_n, d], kv_layout)
+    v_desc = TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout)
+    dq_desc = TensorDescriptor.from_tensor(dq_acc.view(B * H * N, d), [block_m, d],
+                                           gl.NVMMASharedLayout.get_default_for([block_m, d], gl.float32))
+    n_kblk = triton.cdiv(N, block_n)
+    attn_bwd_sm90[(n_kblk * B * H,)](q_desc, do_desc, k_desc, v_desc, dq_desc, dq_acc, dk, dv, lse, delta,
+                                     scale * LOG2E, scale, N, n_kblk, CAUSAL=bool(causal), BLOCK_M=block_m,
+                                     BLOCK_N=block_n, HEAD_D=d, STAGES=stages, DQ_WN=1 if block_m == 128 else 2,
+                                     DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe, REVERSE=reverse,
+                                     DS_LAYOUT=ds_layout, num_warps=8, maxnreg=168)
+    dq = (dq_acc * scale).to(q.dtype)
+    return dq, dk, dv
+
+
+__all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",
+           "forward_config", "HEAD_DIMS", "FWD_CONFIGS", "FWD_CONFIGS_BY_N", "BWD_CONFIGS", "BWD_DEFAULT_FROM_N"]
