@@ -6,15 +6,15 @@ configurations, at least 4 of them not among the configurations the L2 model's s
 with ncu, per launch:
 
 - requested bytes: ``l1tex__t_bytes_pipe_lsu_mem_global_op_ld`` (+ ``ldgsts``) and ``..._op_st``, against
-  :func:`flashsim.model.kernel_io.kernel_io` (the kernel view) — the criterion is equality, byte for byte;
+  the kernel view's L1 bytes (:func:`flashsim.model.kernel_io.kernel_io`: ``l1_load_bytes``/``l1_store_bytes``,
+  32-byte sectors per warp instruction) — the criterion is equality, byte for byte; whether they also equal its
+  element bytes (``load_bytes``/``store_bytes``, what the interpreter counts) is recorded;
 - the L2's bytes from the SMs (``lts__t_sectors_srcunit_tex_op_read/write`` × 32): requests the L1 did not absorb
   (tells a duplicated L1 request, which DRAM never sees, from a real extra load);
-- DRAM read and write bytes against the L2 model (:func:`flashsim.model.kernel_io.kernel_dram`, its defaults: half
-  the L2, one program per SM, writes counted when evicted). Criterion: within 5 %, or within 2 MiB where the
-  launch moves less than 40 MiB. Next to it, the same trace through an alternative L2 model — the whole L2, a
-  tile read by several programs costing twice its bytes (``simulate_l2(shared_cost=2.0)``), so that data one
-  program owns (O, dQ being written) is not halved — is recorded, to test the open observation that the
-  defaults predict DRAM writes 1.16× (flash_bwd N=4096) and 1.24× (flash_fwd N=32768, B=1, H=4) of ncu.
+- DRAM read and write bytes against the L2 model (:func:`flashsim.model.kernel_io.kernel_dram`, its defaults: a
+  write-back, segmented LRU over 0.45 of the L2, one program per SM, dirty tiles counted when evicted during the
+  kernel). Criterion: within 5 % of ncu, or within 2 MiB where the launch moves less than 40 MiB (per launch,
+  read and write separately). Next to it, the previous model (plain LRU over half the L2) is recorded.
 
 Device time: two ncu runs (``measure.ncu_profile_batch``: the three teaching kernels, then the two flash
 kernels), each with all its configurations in one child process, sizes chosen so that the whole run stays under
@@ -54,7 +54,8 @@ MIB = 1 << 20
 DRAM_REL, DRAM_ABS_BYTES, DRAM_SMALL_BYTES = 0.05, 2 * MIB, 40 * MIB
 
 # (batch, heads, n, d, causal, block_m, block_n, set). set "fit": in the 2026-11-29 sweep the L2 model's settings
-# were chosen on; "held_out": first measured 2026-11-30, after they were frozen; "new": never measured before.
+# were chosen on; "held_out": first measured 2026-11-30, after they were frozen; "new": first measured 2026-12-02;
+# "new2": first measured after the L1 sector rules and the write-back L2 model were chosen (on the others).
 # online_softmax and tiled_matmul ignore batch and heads (d = the inner dim of tiled_matmul; 1 for softmax).
 CONFIGS = {
     "naive": [
@@ -70,6 +71,9 @@ CONFIGS = {
         (1, 4, 2048, 32, False, 64, 64, "new"),      # BLOCK_D = 32
         (1, 4, 3000, 128, False, 64, 64, "new"),
         (4, 4, 777, 64, False, 64, 64, "new"),
+        (1, 4, 1000, 64, False, 64, 64, "new2"),     # P tile of O's shape, rows on sectors: 4 instructions each
+        (2, 2, 777, 64, False, 32, 32, "new2"),      # P tile not O's shape: one element per lane
+        (1, 4, 1500, 128, True, 64, 128, "new2"),    # P tile of O's shape at BLOCK_N = 128, rows mid-sector
     ],
     "tiled_matmul": [
         (1, 1, 4096, 64, False, 64, 64, "fit"),
@@ -84,6 +88,9 @@ CONFIGS = {
         (1, 1, 5000, 64, False, 64, 128, "new"),
         (1, 1, 8192, 64, True, 64, 64, "new"),
         (1, 1, 1024, 512, False, 64, 64, "new"),
+        (1, 1, 777, 64, False, 32, 32, "new2"),
+        (1, 1, 2048, 40, False, 64, 64, "new2"),     # d = 40: A's rows (80 B) not vectorized
+        (1, 1, 1500, 96, True, 128, 64, "new2"),
     ],
     "online_softmax": [
         (1, 1, 4096, 1, False, 64, 64, "fit"),
@@ -98,6 +105,9 @@ CONFIGS = {
         (1, 1, 2048, 1, False, 128, 64, "new"),
         (1, 1, 10000, 1, True, 64, 64, "new"),
         (1, 1, 5000, 1, False, 64, 32, "new"),
+        (1, 1, 777, 1, False, 128, 64, "new2"),
+        (1, 1, 1500, 1, True, 32, 32, "new2"),
+        (1, 1, 4000, 1, False, 64, 128, "new2"),
     ],
     "flash_fwd": [
         (1, 16, 1024, 64, False, 128, 64, "fit"),
@@ -113,6 +123,9 @@ CONFIGS = {
         (1, 32, 1024, 128, True, 128, 128, "new"),
         (1, 2, 24576, 64, False, 64, 64, "new"),
         (4, 16, 512, 64, False, 64, 32, "new"),
+        (2, 4, 777, 64, False, 64, 64, "new2"),      # LSE rows mid-sector
+        (1, 8, 1000, 128, True, 128, 64, "new2"),
+        (1, 4, 3000, 64, False, 128, 128, "new2"),
     ],
     "flash_bwd": [
         (1, 16, 1024, 64, False, 64, 64, "fit"),
@@ -127,6 +140,9 @@ CONFIGS = {
         (1, 32, 2048, 64, False, 64, 64, "new"),
         (1, 2, 12288, 96, False, 32, 64, "new"),
         (2, 4, 4096, 64, False, 64, 64, "new"),
+        (2, 4, 777, 64, False, 64, 64, "new2"),      # N no multiple of 16: dK/dV pass loads LSE, delta twice
+        (1, 8, 1000, 128, False, 64, 64, "new2"),    # and the dQ pass at 8 warps twice
+        (1, 8, 2048, 64, False, 128, 64, "new2"),    # dQ pass with 128-row blocks: once
     ],
 }
 
@@ -148,11 +164,11 @@ def _runner_args(cfg: dict) -> dict:
 # --- predictions (no GPU) --------------------------------------------------------------------------------------
 
 def predict(cfg: dict) -> dict:
-    """Per launch: the kernel view's loads/stores (per tensor) and the DRAM bytes of the L2 model (defaults and the
-    alternative described in the module docstring)."""
+    """Per launch: the kernel view's element and L1 (sector) bytes, per tensor, and the DRAM bytes of the L2 model
+    (its defaults) and of the previous model (plain LRU over half the L2, for comparison)."""
     from flashsim.model.hardware import get_device
-    from flashsim.model.kernel_io import (L2_SHARED_FRACTION, PROGRAMS_PER_SM, kernel_dram, kernel_io,
-                                          kernel_trace)
+    from flashsim.model.kernel_io import (L2_PROTECTED_FRACTION, L2_SHARED_FRACTION, PROGRAMS_PER_SM, kernel_dram,
+                                          kernel_io, kernel_trace)
     from flashsim.model.l2 import simulate_l2
     t0 = time.time()
     args = (cfg["kernel"], cfg["n"], cfg["d"], cfg["block_m"], cfg["block_n"], cfg["causal"], cfg["dtype"],
@@ -160,19 +176,23 @@ def predict(cfg: dict) -> dict:
     io = kernel_io(*args)
     dram = kernel_dram(*args)
     hw = get_device("h200")
-    alt = {name: simulate_l2(progs, hw.l2_bytes, hw.num_sms * PROGRAMS_PER_SM, flush_writes=False, shared_cost=2.0)
+    alt = {name: simulate_l2(progs, int(hw.l2_bytes * 0.5), hw.num_sms * PROGRAMS_PER_SM, flush_writes=False)
            for name, progs in kernel_trace(*args)}
     launches = {}
     for L in io.launches:
         launches[L.name] = {"loads": dict(L.loads), "stores": dict(L.stores), "load_bytes": L.load_bytes,
-                            "store_bytes": L.store_bytes,
+                            "store_bytes": L.store_bytes, "l1_loads": dict(L.l1_loads),
+                            "l1_stores": dict(L.l1_stores), "l1_load_bytes": L.l1_load_bytes,
+                            "l1_store_bytes": L.l1_store_bytes,
                             "dram_read_bytes": dram[L.name].dram_read_bytes,
                             "dram_write_bytes": dram[L.name].dram_write_bytes,
                             "alt_dram_read_bytes": alt[L.name].dram_read_bytes,
                             "alt_dram_write_bytes": alt[L.name].dram_write_bytes}
     return {"launches": launches, "load_bytes": io.load_bytes, "store_bytes": io.store_bytes,
-            "l2_model": {"l2_fraction": L2_SHARED_FRACTION, "programs_per_sm": PROGRAMS_PER_SM,
-                         "alternative": "full L2, shared_cost=2.0"},
+            "l1_load_bytes": io.l1_load_bytes, "l1_store_bytes": io.l1_store_bytes,
+            "l2_model": {"l2_fraction": L2_SHARED_FRACTION, "protected_fraction": L2_PROTECTED_FRACTION,
+                         "programs_per_sm": PROGRAMS_PER_SM,
+                         "alternative": "previous model: plain LRU over half the L2"},
             "sim_seconds": round(time.time() - t0, 2)}
 
 
@@ -201,12 +221,14 @@ def dram_ok(sim: float, meas: float, moved: float) -> bool:
 
 
 def compare(cfg: dict, pred: dict, measured: dict | None) -> dict:
-    """One row per launch: requested bytes equal?, DRAM within the criterion? (defaults and alternative)."""
+    """One row per launch: ncu's requested bytes equal to the kernel view's L1 bytes (and to its element bytes)?
+    DRAM within the criterion (the L2 model, and the previous model)?"""
     rows = []
     by_name = {L["kernel"]: L for L in (measured or {}).get("launches", [])}
     for name, p in pred["launches"].items():
         m = by_name.get(name)
         row = {"launch": name, "sim_load_bytes": p["load_bytes"], "sim_store_bytes": p["store_bytes"],
+               "sim_l1_load_bytes": p["l1_load_bytes"], "sim_l1_store_bytes": p["l1_store_bytes"],
                "sim_dram_read_bytes": p["dram_read_bytes"], "sim_dram_write_bytes": p["dram_write_bytes"],
                "alt_dram_read_bytes": p["alt_dram_read_bytes"], "alt_dram_write_bytes": p["alt_dram_write_bytes"]}
         if m is not None:
@@ -216,10 +238,12 @@ def compare(cfg: dict, pred: dict, measured: dict | None) -> dict:
                        meas_l2_write_from_sm=int(m.get("l2_write_bytes_from_sm", 0)),
                        meas_dram_read_bytes=int(m["dram_read_bytes"]), meas_dram_write_bytes=int(m["dram_write_bytes"]),
                        duration_ns=m.get("duration_ns"))
-            row["requested_equal"] = (row["meas_load_bytes"] == p["load_bytes"]
-                                      and row["meas_store_bytes"] == p["store_bytes"])
-            row["dram_ok"] = (dram_ok(p["dram_read_bytes"], m["dram_read_bytes"], moved)
-                              and dram_ok(p["dram_write_bytes"], m["dram_write_bytes"], moved))
+            meas_req = (row["meas_load_bytes"], row["meas_store_bytes"])
+            row["requested_equal"] = meas_req == (p["l1_load_bytes"], p["l1_store_bytes"])
+            row["element_equal"] = meas_req == (p["load_bytes"], p["store_bytes"])
+            row["dram_read_ok"] = dram_ok(p["dram_read_bytes"], m["dram_read_bytes"], moved)
+            row["dram_write_ok"] = dram_ok(p["dram_write_bytes"], m["dram_write_bytes"], moved)
+            row["dram_ok"] = row["dram_read_ok"] and row["dram_write_ok"]
             row["alt_dram_ok"] = (dram_ok(p["alt_dram_read_bytes"], m["dram_read_bytes"], moved)
                                   and dram_ok(p["alt_dram_write_bytes"], m["dram_write_bytes"], moved))
         rows.append(row)
@@ -234,7 +258,8 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
     cfgs = configs(kernels)
     command = "PYTHONPATH=$PWD python benchmarks/fidelity_h200.py " + " ".join(sys.argv[1:])
     result = {"info": _run_info(command, dry_run), "criteria": {
-        "requested": "kernel view load/store bytes == ncu l1tex global ld(+ldgsts)/st bytes, per launch",
+        "requested": "kernel view L1 load/store bytes (32-byte sectors per warp instruction) == ncu "
+                     "l1tex__t_bytes_pipe_lsu_mem_global_op_ld(+ldgsts)/op_st, per launch",
         "dram": f"|sim - ncu| <= {DRAM_REL:.0%} of ncu, or <= 2 MiB where the launch moves < 40 MiB (per launch, "
                 "read and write separately)"},
         "estimated_device_seconds": round(estimate_device_seconds(cfgs)), "rows": []}
@@ -285,6 +310,19 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
     return result
 
 
+def recompare(result: dict, workers: int = 2) -> dict:
+    """The measurements of ``result`` against the current kernel view and L2 model (no GPU): result["recompared"]
+    = {"date_utc", "summary", "rows"} (the run's own predictions and summary stay as they were)."""
+    cfgs = [r["config"] for r in result["rows"] if r.get("measured")]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        preds = list(pool.map(predict, cfgs))
+    rows = [compare(c, p, r["measured"]) for c, p, r in zip(cfgs, preds, [r for r in result["rows"]
+                                                                          if r.get("measured")])]
+    result["recompared"] = {"date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+                            "summary": summarize({"rows": rows}), "rows": rows}
+    return result
+
+
 def _run_info(command: str, dry_run: bool) -> dict:
     try:
         from flashsim.measure.provenance import run_info
@@ -298,23 +336,48 @@ def _run_info(command: str, dry_run: bool) -> dict:
 
 
 def summarize(result: dict) -> dict:
-    """Per kernel: configurations, not-fit ones, launches with requested bytes equal, DRAM within the criterion."""
+    """Per kernel: configurations (not fit), launches measured; requested bytes equal to the L1 view (and to the
+    element bytes); DRAM within the criterion (read, write, both; not-fit launches alone; the previous model)."""
     out = {}
     for k in KERNELS:
         rows = [r for r in result["rows"] if r.get("config", {}).get("kernel") == k and "launches" in r]
         if not rows:
             continue
-        launches = [L for r in rows for L in r["launches"] if "requested_equal" in L]
+        launches = [(r["config"]["set"], L) for r in rows for L in r["launches"] if "requested_equal" in L]
+        held = [L for tag, L in launches if tag != "fit"]
         out[k] = {"configs": len(rows), "configs_not_fit": sum(r["config"]["set"] != "fit" for r in rows),
                   "launches_measured": len(launches),
-                  "requested_equal": sum(L["requested_equal"] for L in launches),
-                  "dram_ok": sum(L["dram_ok"] for L in launches),
-                  "alt_dram_ok": sum(L["alt_dram_ok"] for L in launches)}
+                  "requested_equal": sum(L["requested_equal"] for _, L in launches),
+                  "element_equal": sum(L["element_equal"] for _, L in launches),
+                  "dram_read_ok": sum(L["dram_read_ok"] for _, L in launches),
+                  "dram_write_ok": sum(L["dram_write_ok"] for _, L in launches),
+                  "dram_ok": sum(L["dram_ok"] for _, L in launches),
+                  "launches_not_fit": len(held), "dram_ok_not_fit": sum(L["dram_ok"] for L in held),
+                  "alt_dram_ok": sum(L["alt_dram_ok"] for _, L in launches)}
     return out
 
 
 def _mb(x):
     return "—" if x is None else f"{x / MIB:.2f}"
+
+
+def _summary_table(summary: dict) -> list:
+    lines = ["| kernel | configs (not fit) | launches | requested = L1 view | requested = element bytes | "
+             "DRAM read ok | DRAM write ok | DRAM ok | DRAM ok, not fit | previous L2 model ok |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for k, s in summary.items():
+        n = s["launches_measured"]
+        lines.append(f"| {k} | {s['configs']} ({s['configs_not_fit']}) | {n} | {s['requested_equal']}/{n} | "
+                     f"{s['element_equal']}/{n} | {s['dram_read_ok']}/{n} | {s['dram_write_ok']}/{n} | "
+                     f"{s['dram_ok']}/{n} | {s['dram_ok_not_fit']}/{s['launches_not_fit']} | {s['alt_dram_ok']}/{n} |")
+    return lines
+
+
+def _launch(result: dict, cfg: dict, name: str) -> dict:
+    for r in result["rows"]:
+        if r.get("config") == cfg:
+            return next((L for L in r.get("launches", []) if L["launch"] == name), {})
+    return {}
 
 
 def write_markdown(result: dict, path: str) -> None:
@@ -328,21 +391,31 @@ def write_markdown(result: dict, path: str) -> None:
              f"- criteria: requested: {result['criteria']['requested']}; DRAM: {result['criteria']['dram']}",
              f"- estimated device time {result['estimated_device_seconds']} s; wall {result.get('wall_seconds')} s",
              ""]
-    for k, s in result.get("summary", {}).items():
-        lines.append(f"- {k}: {s['configs']} configurations ({s['configs_not_fit']} not used to fit the L2 model); "
-                     f"launches measured {s['launches_measured']}: requested bytes equal {s['requested_equal']}, "
-                     f"DRAM within the criterion {s['dram_ok']} (alternative L2 model {s['alt_dram_ok']})")
+    lines += _summary_table(result.get("summary", {}))
+    rec = result.get("recompared")
+    if rec:
+        lines += ["", f"Re-compared on {rec['date_utc']} UTC, without a GPU, against the kernel view and L2 model "
+                  f"as they are now (`--recompare`): {rec.get('note', '')}", ""]
+        lines += _summary_table(rec["summary"])
+        changed = [(r["config"], L) for r in rec["rows"] for L in r["launches"]
+                   if L.get("requested_equal") != _launch(result, r["config"], L["launch"]).get("requested_equal")]
+        for c, L in changed:
+            lines.append(f"- {c['kernel']} N={c['n']} d={c['d']} {c['block_m']}x{c['block_n']} B×H="
+                         f"{c['batch'] * c['heads']} {L['launch']}: requested equal {L['requested_equal']} now "
+                         f"(L1 view {_mb(L['sim_l1_load_bytes'] + L['sim_l1_store_bytes'])} MiB, ncu "
+                         f"{_mb(L['meas_load_bytes'] + L['meas_store_bytes'])} MiB)")
+    lines += [""] + list(result.get("notes", [])) if result.get("notes") else []
     for k, e in (result.get("errors") or {}).items():
         lines.append(f"- {k}: ncu failed: `{e.strip().splitlines()[-1]}`")
-    lines += ["", "MiB. req = kernel view / ncu (load+store); L2←SM = ncu bytes the L2 received from the SMs; "
-              "DRAM r/w = model / ncu; alt = the alternative L2 model.", "",
-              "| kernel | set | B×H | N | d | causal | blocks | launch | req sim / meas | equal | L2←SM | "
-              "DRAM read sim / meas | DRAM write sim / meas | alt read / write | ok | alt ok |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "MiB. req = the kernel view's L1 bytes / ncu (load+store), elem = its element bytes; L2←SM = ncu "
+              "bytes the L2 received from the SMs; DRAM r/w = L2 model / ncu; prev = the previous L2 model.", "",
+              "| kernel | set | B×H | N | d | causal | blocks | launch | req L1 view / meas | elem | equal | L2←SM | "
+              "DRAM read sim / meas | DRAM write sim / meas | prev read / write | ok | prev ok |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         c = r.get("config", {})
         if "launches" not in r:
-            lines.append(f"| {c.get('kernel')} | {c.get('set')} | | {c.get('n')} | | | | error | | | | | | | | |")
+            lines.append(f"| {c.get('kernel')} | {c.get('set')} | | {c.get('n')} | | | | error | | | | | | | | | |")
             continue
         for L in r["launches"]:
             meas_req = (L["meas_load_bytes"] + L["meas_store_bytes"]) if "meas_load_bytes" in L else None
@@ -350,7 +423,8 @@ def write_markdown(result: dict, path: str) -> None:
             lines.append(
                 f"| {c['kernel']} | {c['set']} | {c['batch'] * c['heads']} | {c['n']} | {c['d']} | {c['causal']} | "
                 f"{c['block_m']}x{c['block_n']} | {L['launch']} | "
-                f"{_mb(L['sim_load_bytes'] + L['sim_store_bytes'])} / {_mb(meas_req)} | {L.get('requested_equal', '—')} | "
+                f"{_mb(L['sim_l1_load_bytes'] + L['sim_l1_store_bytes'])} / {_mb(meas_req)} | "
+                f"{_mb(L['sim_load_bytes'] + L['sim_store_bytes'])} | {L.get('requested_equal', '—')} | "
                 f"{_mb(l2sm)} | {_mb(L['sim_dram_read_bytes'])} / {_mb(L.get('meas_dram_read_bytes'))} | "
                 f"{_mb(L['sim_dram_write_bytes'])} / {_mb(L.get('meas_dram_write_bytes'))} | "
                 f"{_mb(L['alt_dram_read_bytes'])} / {_mb(L['alt_dram_write_bytes'])} | {L.get('dram_ok', '—')} | "
@@ -367,7 +441,19 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=280.0, help="device seconds after which kernels are skipped")
     ap.add_argument("--workers", type=int, default=8, help="processes computing the predictions")
     ap.add_argument("--markdown-only", help="a fidelity_h200.json to rewrite the markdown of")
+    ap.add_argument("--recompare", help="a fidelity_h200.json whose measurements to compare with the current model "
+                    "(no GPU); rewrites it and its markdown")
+    ap.add_argument("--note", default="", help="with --recompare: one line saying what changed since the run")
     a = ap.parse_args(argv)
+    if a.recompare:
+        with open(a.recompare) as f:
+            res = recompare(json.load(f), a.workers)
+        res["recompared"]["note"] = a.note
+        with open(a.recompare, "w") as f:
+            json.dump(res, f, indent=1, default=str)
+        write_markdown(res, os.path.splitext(a.recompare)[0] + ".md")
+        print(json.dumps(res["recompared"]["summary"], indent=1))
+        return 0
     if a.markdown_only:
         with open(a.markdown_only) as f:
             res = json.load(f)

@@ -193,7 +193,7 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         # every row segment is whole, aligned sectors: the L1 serves the element bytes (the statistics of the
         # flash backward once per warp holding them)
         for L in launches:
-            copies = _bwd_stat_copies(L.name, d, block_m, True) if L.name in ("_bwd_dkdv", "_bwd_dq") else 1
+            copies = _bwd_stat_copies(L.name, d, block_m) if L.name in ("_bwd_dkdv", "_bwd_dq") else 1
             L.l1_loads = {t: b * (copies if t in ("LSE", "DELTA") else 1) for t, b in L.loads.items()}
             L.l1_stores = dict(L.stores)
     else:
@@ -289,17 +289,28 @@ def _whole_sectors(n: int, d: int, *blocks: int) -> bool:
     return _aligned(n, d, *blocks)
 
 
-def _bwd_stat_copies(kernel: str, d: int, block_m: int, aligned: bool) -> int:
+def _bwd_stat_copies(kernel: str, d: int, block_m: int) -> int:
     """Warps that each load the flash backward's row statistics (LSE, delta) of a Q block, on the H200.
 
-    The statistics sit in the row layout of the MMA tile: in ``_bwd_dq``, a 64-row block's rows are spread over
-    a warp group of 4 warps, and the other warps hold copies (8 warps at a padded head dim of 128: 2 copies); a
-    block of fewer than 64 rows is held whole by every warp. ``_bwd_dkdv`` loads them once when it may vectorize,
-    twice otherwise. Measured with Nsight Compute (Triton 3.6, sm_90), the launches' own block sizes given."""
+    In ``_bwd_dq`` the statistics sit in the row layout of the MMA tile: a 64-row block's rows are spread over a
+    warp group of 4 warps, and the other warps hold copies (8 warps at a padded head dim of 128: 2 copies); a
+    block of fewer than 64 rows is held whole by every warp. ``_bwd_dkdv`` reads them along its tile's columns,
+    once. Measured with Nsight Compute (Triton 3.6, sm_90), the launches' own block sizes given."""
     warps = 8 if max(16, 1 << max(0, d - 1).bit_length()) >= 128 else 4
     if kernel == "_bwd_dq":
         return warps // min(warps, block_m // 16) if block_m >= 64 else warps
-    return 1 if aligned else 2
+    return 1
+
+
+#: (elements per thread, lanes along the vector) of the flash backward's statistics where they may not vectorize:
+#: the MMA row layout in _bwd_dq (8 rows per warp instruction), its column layout in _bwd_dkdv (pairs of columns
+#: over 4 lanes)
+_BWD_STAT_LAYOUT = {"_bwd_dq": (1, 8), "_bwd_dkdv": (2, 4)}
+
+
+def _vector_elems(es: int) -> int:
+    """Elements of one 16-byte vector access."""
+    return max(1, 16 // es)
 
 
 def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
@@ -342,8 +353,9 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
         cnt_width[id(c)] = d
         return c
 
-    def stat():                                    # a (heads, N) fp32 statistic
-        return counter(F32, N, 0, _aligned(N))
+    def stat(launch=None):                         # a (heads, N) fp32 statistic (its layout in a bwd launch)
+        vec, lanes = _BWD_STAT_LAYOUT.get(launch, (1, 32))
+        return counter(F32, N, 0, _aligned(N), vec=vec, lanes=lanes)
 
     once = (lambda t: 1)
     out = []
@@ -361,22 +373,24 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
         rows_of(do, bm, once)
         vector(delta, bm, once)
         out.append(({"O": o.bytes, "DO": do.bytes}, {"DELTA": delta.bytes}))
-        k, v, q, lse, do2, dl, dk, dv = nd(), nd(), nd(), stat(), nd(), stat(), nd(), nd()
+        k, v, q, do2, dk, dv = nd(), nd(), nd(), nd(), nd(), nd()
+        lse, dl = stat("_bwd_dkdv"), stat("_bwd_dkdv")
         rows_of(k, bn, once)
         rows_of(v, bn, once)
         rows_of(q, bm, lambda i: vc[i])
         rows_of(do2, bm, lambda i: vc[i])
-        copies = _bwd_stat_copies("_bwd_dkdv", d, bm, _aligned(N))
+        copies = _bwd_stat_copies("_bwd_dkdv", d, bm)
         vector(lse, bm, lambda i: vc[i] * copies)
         vector(dl, bm, lambda i: vc[i] * copies)
         rows_of(dk, bn, once)
         rows_of(dv, bn, once)
         out.append(({"K": k.bytes, "V": v.bytes, "Q": q.bytes, "LSE": lse.bytes, "DO": do2.bytes,
                      "DELTA": dl.bytes}, {"DK": dk.bytes, "DV": dv.bytes}))
-        q, do, lse, dl, k, v, dq = nd(), nd(), stat(), stat(), nd(), nd(), nd()
+        q, do, k, v, dq = nd(), nd(), nd(), nd(), nd()
+        lse, dl = stat("_bwd_dq"), stat("_bwd_dq")
         rows_of(q, bm, once)
         rows_of(do, bm, once)
-        copies = _bwd_stat_copies("_bwd_dq", d, bm, _aligned(N))
+        copies = _bwd_stat_copies("_bwd_dq", d, bm)
         vector(lse, bm, lambda i: copies)
         vector(dl, bm, lambda i: copies)
         rows_of(k, bn, lambda j: vr[j])
@@ -405,8 +419,14 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
         rows_of(o, bm, once)
         out.append(({"P": p2.bytes, "V": v.bytes}, {"O": o.bytes}))
     elif kernel == "tiled_matmul":
-        a = _L1Counter(es, 1, 0, d, _aligned(d))
-        b = _L1Counter(es, 1, 0, N, _aligned(N))
+        # Triton gives a load the elements per thread of a same-shaped access beside it: A's (bm, block_k) and
+        # B's (block_k, bn) tiles, when equal, both take the larger (16 bytes where either may vectorize); the one
+        # that may not then loads them in that many instructions across the tile's width
+        vec_a, vec_b = (_vector_elems(es) if _aligned(x) else 1 for x in (d, N))
+        if (bm, block_k) == (block_k, bn):
+            vec_a = vec_b = max(vec_a, vec_b)
+        a = _L1Counter(es, 1, 0, d, _aligned(d), vec=vec_a, lanes=max(1, min(32, block_k // vec_a)))
+        b = _L1Counter(es, 1, 0, N, _aligned(N), vec=vec_b, lanes=max(1, min(32, bn // vec_b)))
         c = _L1Counter(es, 1, 0, N, _aligned(N))
         for i in range(tm):
             for k0 in range(0, d, block_k):
@@ -554,30 +574,38 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
 #: (calibrated against Nsight Compute's DRAM bytes, see benchmarks/results/kernels_h200_2026-11-29.md).
 PROGRAMS_PER_SM = 1
 
-#: Fraction of the L2 that holds data all SMs share. H100/H200 split the L2 into two partitions; a line one SM
-#: reads from the far partition is also kept in the near one, so data read by every SM (K/V tiles) fills both
-#: halves: about half the L2 is usable for it (calibrated, see benchmarks/results/kernels_h200_2026-11-29.md).
-L2_SHARED_FRACTION = 0.5
+#: Fraction of the L2 the model uses. H100/H200 split the L2 into two partitions; a line one SM reads from the
+#: far partition is also kept in the near one, so data read by every SM (K/V tiles) fills both halves: a bit
+#: under half the L2 holds distinct data. With L2_PROTECTED_FRACTION, chosen together on the configurations
+#: benchmarks/fidelity_h200.py marks "fit" (Nsight Compute's DRAM bytes on the H200); the others check them.
+L2_SHARED_FRACTION = 0.45
+
+#: Share of that capacity the segmented LRU keeps for tiles in reuse or written (flashsim.model.l2): a stream read
+#: once goes first. With plain LRU the model wrote back too much (1.16x flash_bwd's, 1.24x flash_fwd's DRAM
+#: writes; 2.5x those of the naive softmax, whose read-once S pushed out the P just written).
+L2_PROTECTED_FRACTION = 0.7
 
 
 def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
                 batch: int = 1, heads: int = 1, block_k: int = 32, hardware="h200",
                 programs_per_sm: int = PROGRAMS_PER_SM, l2_fraction: float = L2_SHARED_FRACTION,
-                flush_writes: bool = False) -> dict:
+                flush_writes: bool = False, protected_fraction: float | None = L2_PROTECTED_FRACTION) -> dict:
     """DRAM bytes of each launch predicted by the L2 model: {launch name: L2Result, ..., "total": L2Result}.
 
     Each launch is simulated from a cold L2 with :func:`flashsim.model.l2.simulate_l2`, ``num_sms × programs_per_sm``
-    programs resident and ``l2_bytes × l2_fraction`` of cache. ``flush_writes=False`` (the default) counts the
-    writes evicted to DRAM while the kernel runs, which is what Nsight Compute measures for one kernel: dirty
-    lines still in L2 when it ends are written back later, outside its measurement. ``flush_writes=True``
-    charges every written byte to the kernel (each write reaches DRAM once eventually).
+    programs resident and ``l2_bytes × l2_fraction`` of cache, a segmented LRU (``protected_fraction``; None =
+    plain LRU). The L2 is write-back: ``flush_writes=False`` (the default) counts the dirty tiles evicted to DRAM
+    while the kernel runs, which is what Nsight Compute measures for one kernel: dirty lines still in L2 when it
+    ends are written back later, outside its measurement. ``flush_writes=True`` charges every written byte to the
+    kernel (each write reaches DRAM once eventually).
     """
     hw = get_device(hardware)
     res = {}
     total = L2Result()
     cap = max(1, int(hw.l2_bytes * l2_fraction))
     for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k):
-        r = simulate_l2(progs, cap, hw.num_sms * programs_per_sm, flush_writes=flush_writes)
+        r = simulate_l2(progs, cap, hw.num_sms * programs_per_sm, flush_writes=flush_writes,
+                        protected_fraction=protected_fraction)
         res[name] = r
         total = total + r
     res["total"] = total

@@ -2,7 +2,8 @@
 
 Signature (small and general, so the simulator core can reuse it)::
 
-    simulate_l2(programs, l2_bytes, concurrency, *, flush_writes=True, shared_cost=1.0) -> L2Result
+    simulate_l2(programs, l2_bytes, concurrency, *, flush_writes=True, shared_cost=1.0,
+                protected_fraction=None) -> L2Result
 
 ``programs`` is a sequence, in launch order, of programs (thread blocks); each program is a sequence of
 :class:`Access` ``(key, nbytes, is_write)`` made in program order. ``key`` names a tile (any hashable, e.g.
@@ -19,8 +20,14 @@ Concurrency model (stated, not measured):
 * L2 is one fully associative LRU cache of ``l2_bytes`` (tile granular). A read hits if its tile is resident,
   i.e. if the unique bytes touched since its last use (its reuse window) fit in ``l2_bytes``; otherwise it is
   read from DRAM. Writes allocate in L2 without a DRAM read (whole tiles are written) and mark the tile dirty.
-* Writes reach DRAM once: a dirty tile is written back when evicted, and with ``flush_writes=True`` the tiles
-  still dirty at the end of the launch are counted as written too (every byte written reaches DRAM once).
+* With ``protected_fraction`` the LRU is segmented (SLRU): a tile a read brings in waits on probation; a second
+  use, or a write, moves it to the protected segment (at most ``protected_fraction × l2_bytes``; its oldest
+  tiles fall back to probation); evictions take the oldest tile on probation first. So a stream read once (Q in
+  FlashAttention, S in the softmax of naive attention) does not push out tiles in reuse (K/V) or just written
+  (O, P), which is what the H200 shows: its L2 keeps written data over data read once.
+* The L2 is write-back: a dirty tile reaches DRAM when it is evicted. With ``flush_writes=True`` the tiles still
+  dirty at the end of the launch are counted as written too (every byte written reaches DRAM once); with
+  ``flush_writes=False`` they are not (Nsight Compute's measurement of one kernel ends before they leave).
 * Each launch starts cold (Nsight Compute flushes caches before each profiled kernel, ``--cache-control all``).
 
 Not modelled: set conflicts, the real replacement policy, sector (32 B) granularity of partially used lines,
@@ -29,8 +36,8 @@ start at staggered times and stream the same tiles (real programs that hit in L2
 ones ahead: why the kernels launch their longest programs first) and (2) a stream is just over the modelled
 capacity (a strict LRU loses all of it, the real L2 only part); measured, see
 benchmarks/results/kernels_h200_2026-11-30.md. The H100/H200 L2's split into two partitions (lines all SMs read are
-kept in both) can be modelled two ways: pass half the L2 as ``l2_bytes`` (what
-:func:`flashsim.model.kernel_io.kernel_dram` does by default) or ``shared_cost=2.0`` (a tile more than one program
+kept in both) can be modelled two ways: pass a bit under half the L2 as ``l2_bytes`` (what
+:func:`flashsim.model.kernel_io.kernel_dram` does by default: 0.45, with the segmented LRU) or ``shared_cost=2.0`` (a tile more than one program
 touches occupies twice its bytes).
 
 Callers: :func:`flashsim.model.kernel_io.kernel_dram` builds the tile traces of the Triton kernels and calls this;
@@ -79,14 +86,22 @@ class L2Result:
 
 
 def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency: int, *,
-                flush_writes: bool = True, shared_cost: float = 1.0) -> L2Result:
+                flush_writes: bool = True, shared_cost: float = 1.0,
+                protected_fraction: float | None = None) -> L2Result:
     """DRAM bytes of one launch under the concurrency model in the module docstring.
 
     ``shared_cost``: L2 capacity a tile read by more than one program occupies, per byte (2.0 models an L2 split
     in two partitions that each keep a copy of lines all SMs read; tiles one program touches cost 1.0).
+    ``protected_fraction``: None = one LRU; a number in (0, 1] = the segmented LRU of the module docstring.
     """
     if l2_bytes <= 0 or concurrency < 1:
         raise ValueError("l2_bytes must be > 0 and concurrency >= 1")
+    if protected_fraction is not None:
+        if not 0 < protected_fraction <= 1:
+            raise ValueError(f"protected_fraction={protected_fraction!r} must be in (0, 1], or None for one LRU")
+        if shared_cost != 1.0:
+            raise ValueError("shared_cost and protected_fraction are two models of the L2: pass one of them")
+        return _simulate_slru(programs, l2_bytes, concurrency, flush_writes, protected_fraction)
     programs = list(programs)  # programs may be generators: they are consumed once, in launch order
     cost: dict = {}
     if shared_cost != 1.0:
@@ -100,54 +115,105 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
     cache: OrderedDict = OrderedDict()      # key -> [nbytes, dirty]
     used = 0
     res = L2Result()
+    for key, nbytes, is_write in _resident(programs, concurrency):
+        entry = cache.get(key)
+        if is_write:
+            res.requested_write_bytes += nbytes
+            if entry is None:
+                c = nbytes * cost.get(key, 1.0)
+                cache[key] = [nbytes, True, c]
+                used += c
+            else:
+                entry[1] = True
+                cache.move_to_end(key)
+        else:
+            res.requested_read_bytes += nbytes
+            if entry is None:
+                res.dram_read_bytes += nbytes
+                c = nbytes * cost.get(key, 1.0)
+                cache[key] = [nbytes, False, c]
+                used += c
+            else:
+                cache.move_to_end(key)
+        while used > l2_bytes and cache:
+            _, (b, dirty, c) = cache.popitem(last=False)
+            used -= c
+            if dirty:
+                res.dram_write_bytes += b
+    if flush_writes:
+        res.dram_write_bytes += sum(b for b, dirty, _ in cache.values() if dirty)
+    return res
+
+
+def _resident(programs, concurrency: int):
+    """The accesses of ``programs`` in the order the concurrency model makes them (lockstep rounds over the
+    resident programs, the next program taking a finished one's slot)."""
     pending = iter(programs)
     slots: list = []
     exhausted = False
-
-    def refill():
-        nonlocal exhausted
+    while True:
         while not exhausted and len(slots) < concurrency:
             nxt = next(pending, None)
             if nxt is None:
                 exhausted = True
-                return
+                break
             slots.append(iter(nxt))
-
-    refill()
-    while slots:
+        if not slots:
+            return
         alive = []
         for prog in slots:
             acc = next(prog, None)
-            if acc is None:
-                continue
-            alive.append(prog)
-            key, nbytes, is_write = acc
-            entry = cache.get(key)
-            if is_write:
-                res.requested_write_bytes += nbytes
-                if entry is None:
-                    c = nbytes * cost.get(key, 1.0)
-                    cache[key] = [nbytes, True, c]
-                    used += c
-                else:
-                    entry[1] = True
-                    cache.move_to_end(key)
-            else:
-                res.requested_read_bytes += nbytes
-                if entry is None:
-                    res.dram_read_bytes += nbytes
-                    c = nbytes * cost.get(key, 1.0)
-                    cache[key] = [nbytes, False, c]
-                    used += c
-                else:
-                    cache.move_to_end(key)
-            while used > l2_bytes and cache:
-                _, (b, dirty, c) = cache.popitem(last=False)
-                used -= c
-                if dirty:
-                    res.dram_write_bytes += b
+            if acc is not None:
+                alive.append(prog)
+                yield acc
         slots[:] = alive
-        refill()
+
+
+def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool, protected_fraction: float):
+    """simulate_l2 with the segmented LRU: probation and protected segments, [nbytes, dirty] per tile."""
+    probation: OrderedDict = OrderedDict()
+    protected: OrderedDict = OrderedDict()
+    cap_protected = protected_fraction * l2_bytes
+    used = used_protected = 0
+    res = L2Result()
+    for key, nbytes, is_write in _resident(programs, concurrency):
+        if is_write:
+            res.requested_write_bytes += nbytes
+        else:
+            res.requested_read_bytes += nbytes
+        entry = protected.get(key)
+        if entry is not None:                        # in reuse: stays protected, newest
+            entry[1] = entry[1] or is_write
+            protected.move_to_end(key)
+            continue
+        entry = probation.pop(key, None)
+        if entry is None:                            # a miss: read from DRAM (a write allocates without a read)
+            if not is_write:
+                res.dram_read_bytes += nbytes
+            used += nbytes
+            if not is_write:
+                probation[key] = [nbytes, False]
+                entry = None
+            else:
+                entry = [nbytes, True]
+        else:
+            entry[1] = entry[1] or is_write
+        if entry is not None:                        # a second use, or a write: protected
+            protected[key] = entry
+            used_protected += entry[0]
+            while used_protected > cap_protected and protected:
+                k, e = protected.popitem(last=False)
+                used_protected -= e[0]
+                probation[k] = e
+        while used > l2_bytes and (probation or protected):
+            if probation:
+                _, (b, dirty) = probation.popitem(last=False)
+            else:
+                _, (b, dirty) = protected.popitem(last=False)
+                used_protected -= b
+            used -= b
+            if dirty:
+                res.dram_write_bytes += b
     if flush_writes:
-        res.dram_write_bytes += sum(b for b, dirty, _ in cache.values() if dirty)
+        res.dram_write_bytes += sum(b for seg in (probation, protected) for b, dirty in seg.values() if dirty)
     return res

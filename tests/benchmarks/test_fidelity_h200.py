@@ -33,10 +33,28 @@ def test_compare_flags_requested_mismatch():
     cfg = F.configs(("flash_fwd",))[0]
     pred = F.predict(dict(cfg, n=256, heads=1))
     name, p = next(iter(pred["launches"].items()))
-    meas = {"launches": [{"kernel": name, "global_load_bytes": p["load_bytes"], "global_store_bytes": p["store_bytes"] + 32,
+    meas = {"launches": [{"kernel": name, "global_load_bytes": p["l1_load_bytes"],
+                          "global_store_bytes": p["l1_store_bytes"] + 32,
                           "dram_read_bytes": p["dram_read_bytes"], "dram_write_bytes": p["dram_write_bytes"]}]}
     row = F.compare(cfg, pred, meas)["launches"][0]
     assert row["requested_equal"] is False and row["dram_ok"] is True
+
+
+def test_requested_bytes_compare_with_the_l1_view():
+    """At N=777 the L1 serves more than the element bytes: ncu equal to the L1 view passes, the element bytes
+    are recorded as not equal."""
+    cfg = dict(kernel="online_softmax", n=777, d=1, block_m=64, block_n=64, causal=False, dtype="fp16", batch=1,
+               heads=1, set="new")
+    pred = F.predict(cfg)
+    name, p = next(iter(pred["launches"].items()))
+    assert p["l1_load_bytes"] > p["load_bytes"]
+    meas = {"launches": [{"kernel": name, "global_load_bytes": p["l1_load_bytes"],
+                          "global_store_bytes": p["l1_store_bytes"], "dram_read_bytes": p["dram_read_bytes"],
+                          "dram_write_bytes": p["dram_write_bytes"]}]}
+    row = F.compare(cfg, pred, meas)["launches"][0]
+    assert row["requested_equal"] is True and row["element_equal"] is False
+    summary = F.summarize({"rows": [F.compare(cfg, pred, meas)]})["online_softmax"]
+    assert summary["requested_equal"] == 1 and summary["element_equal"] == 0 and summary["dram_ok_not_fit"] == 1
 
 
 def test_dry_run_writes_json_and_markdown(tmp_path, monkeypatch):
