@@ -59,9 +59,23 @@ class LaunchIO:
     name: str
     loads: dict = field(default_factory=dict)
     stores: dict = field(default_factory=dict)
-    #: the same accesses in the 32-byte sectors the GPU's L1 serves (module docstring); filled by kernel_io
-    l1_loads: dict = field(default_factory=dict)
-    l1_stores: dict = field(default_factory=dict)
+    #: (l1_loads, l1_stores) or a function that returns them: kernel_io computes the sector view when it is
+    #: first asked for (at N no multiple of 16 that costs time in proportion to N / block)
+    l1: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def l1_loads(self) -> dict:
+        """{tensor: bytes} the GPU's L1 serves for the loads, in 32-byte sectors (module docstring)."""
+        return self._l1()[0]
+
+    @property
+    def l1_stores(self) -> dict:
+        return self._l1()[1]
+
+    def _l1(self) -> tuple:
+        if callable(self.l1):
+            self.l1 = self.l1()
+        return self.l1 if self.l1 is not None else (dict(self.loads), dict(self.stores))
 
     @property
     def load_bytes(self) -> int:
@@ -194,12 +208,17 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
         # flash backward once per warp holding them)
         for L in launches:
             copies = _bwd_stat_copies(L.name, d, block_m) if L.name in ("_bwd_dkdv", "_bwd_dq") else 1
-            L.l1_loads = {t: b * (copies if t in ("LSE", "DELTA") else 1) for t, b in L.loads.items()}
-            L.l1_stores = dict(L.stores)
+            L.l1 = ({t: b * (copies if t in ("LSE", "DELTA") else 1) for t, b in L.loads.items()}, dict(L.stores))
     else:
-        for L, (l1_loads, l1_stores) in zip(launches, l1_io(kernel, n, d, block_m, block_n, causal, dtype, batch,
-                                                             heads, block_k)):
-            L.l1_loads, L.l1_stores = l1_loads, l1_stores
+        cache: list = []
+
+        def sector_view(i):
+            if not cache:
+                cache.extend(l1_io(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k))
+            return cache[i]
+
+        for i, L in enumerate(launches):
+            L.l1 = (lambda i=i: sector_view(i))
     return KernelIO(kernel, launches)
 
 
