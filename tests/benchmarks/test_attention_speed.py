@@ -55,6 +55,7 @@ def test_rows_check_time_and_record(speed, tmp_path):
         assert res["check"]["pass"], res["check"]                    # ours within 2x torch's error vs float64
         assert "ours" in res["ms"] and "naive" in res["ms"]          # cuDNN etc. absent on CPU: recorded errors
         assert res["ms"]["ours"] == 2.0
+        assert res["ours_is"] == "ours_triton" and "ours_gluon" in res["errors"]   # no Hopper here: recorded
         assert res["tflops"]["ours"] == pytest.approx(res["flops"] / 2.0 / 1e9)
         if "flash" in res["ms"]:                                     # torch CPU SDPA answers the flash request
             assert res["ratio"]["flash"] == pytest.approx(res["ms"]["flash"] / 2.0)
@@ -94,3 +95,18 @@ def test_verdicts_and_plot_only(speed, tmp_path):
     assert fig.stat().st_size > 10_000
     text = md.read_text()
     assert "MISS by 18%" in text or "MISS by 11%" in text
+
+
+def test_ours_is_the_faster_course_kernel_and_a_wrong_one_fails_the_row(speed):
+    def row(gluon_ok, gluon_ms=1.0):
+        check = {"ours_triton": {"o": 1e-3, "ok": True}, "ours_gluon": {"o": 1e-3, "ok": gluon_ok}}
+        return {"check": check, "ms": {"ours_triton": 2.0, "ours_gluon": gluon_ms}}
+    r = speed.choose_ours(row(True))
+    assert r["ours_is"] == "ours_gluon" and r["ms"]["ours"] == 1.0 and r["check"]["pass"]
+    r = speed.choose_ours(row(True, gluon_ms=3.0))
+    assert r["ours_is"] == "ours_triton" and r["ms"]["ours"] == 2.0 and r["check"]["pass"]
+    r = speed.choose_ours(row(False))                  # the faster kernel is wrong: never chosen, and the row fails
+    assert r["ours_is"] == "ours_triton" and not r["check"]["pass"]
+    r = speed.choose_ours({"check": {"ours_triton": {"o": 1e-3, "ok": True}, "ours_gluon": {"error": "no Hopper"}},
+                           "ms": {"ours_triton": 2.0}})
+    assert r["ours_is"] == "ours_triton" and r["check"]["pass"]       # a kernel that cannot run here is no failure
