@@ -17,8 +17,9 @@ def measure_cli_result(kernel: str, n: int, d: int, block_m: int, block_n: int, 
                        batch: int = 1, heads: int = 1, hardware=None) -> dict:
     """The JSON object ``flashsim measure`` prints: measured and simulated bytes of one kernel call.
 
-    Interpreter: backend "interpreter", bytes from :func:`count_io`. GPU: backend "ncu" (or "timing" when
-    counters cannot be read), with measured_dram_bytes and simulated_dram_bytes too, simulated for ``hardware``
+    Interpreter: backend "interpreter", bytes from :func:`count_io`, against the view's element bytes. GPU: backend
+    "ncu" (or "timing" when counters cannot be read), against the view's L1 bytes (``simulated_element_*`` keep the
+    element bytes), with measured_dram_bytes and simulated_dram_bytes too, simulated for ``hardware``
     (a preset name or Hardware; None = the GPU this runs on: :func:`flashsim.measure.device.simulated_hardware`).
     """
     if kernel not in KERNELS:
@@ -40,7 +41,11 @@ def measure_cli_result(kernel: str, n: int, d: int, block_m: int, block_n: int, 
     prof = ncu_profile(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, hardware=hw)
     out["backend"] = prof["backend"]
     if prof["backend"] == "ncu":
+        # ncu counts what the L1 serves (32-byte sectors per warp instruction), so the prediction it is compared
+        # with is the view's L1 bytes; the source's element bytes stay alongside (equal when rows are aligned)
         t = prof["total"]
+        out.update(simulated_element_load_bytes=sim.load_bytes, simulated_element_store_bytes=sim.store_bytes,
+                   simulated_load_bytes=sim.l1_load_bytes, simulated_store_bytes=sim.l1_store_bytes)
         out.update(measured_load_bytes=int(t["global_load_bytes"]), measured_store_bytes=int(t["global_store_bytes"]),
                    measured_l2_bytes=int(t["l2_bytes"]),
                    measured_dram_bytes=int(t["dram_read_bytes"] + t["dram_write_bytes"]),

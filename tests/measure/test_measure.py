@@ -7,7 +7,8 @@ import pytest
 import flashsim.kernels as K
 from flashsim.errors import FlashsimError
 from flashsim.model.kernel_io import KERNELS, kernel_io
-from flashsim.measure import (IOCount, _parse_ncu_csv, add_measure_arguments, count_io, kernel_runner,
+from flashsim.measure.ncu import _parse_ncu_csv
+from flashsim.measure import (IOCount, add_measure_arguments, count_io, kernel_runner,
                               measure_cli_result, ncu_profile, run_measure)
 
 pytestmark = pytest.mark.skipif(not K.INTERPRETER, reason="count_io needs the interpreter (a CUDA GPU is present)")

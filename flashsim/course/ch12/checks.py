@@ -249,10 +249,11 @@ def _grade_gpu_io(inner, extra_loads: int) -> tuple[bool | None, str, dict]:
         got = ncu_learner_io(inner, n, d, heads, causal, bm, bn)
     except (FlashsimError, OSError, subprocess.SubprocessError) as exc:
         return None, f"IO not graded: {exc}", {}
+    # ncu counts what the L1 serves (32-byte sectors); for this aligned case they equal the element bytes
     det = {"gpu_load_bytes": got["global_load_bytes"], "gpu_store_bytes": got["global_store_bytes"],
-           "view_load_bytes": view.load_bytes, "view_store_bytes": view.store_bytes}
+           "view_load_bytes": view.l1_load_bytes, "view_store_bytes": view.l1_store_bytes}
     where = f"N={n}, d={d}, heads={heads}, causal={causal}, {bm}×{bn}, fp16"
-    if (got["global_load_bytes"], got["global_store_bytes"]) == (view.load_bytes, view.store_bytes):
+    if (got["global_load_bytes"], got["global_store_bytes"]) == (view.l1_load_bytes, view.l1_store_bytes):
         msg = f"IO: Nsight Compute's global load/store bytes equal the kernel view exactly ({where})"
         if extra_loads > 0:
             msg += (f", though your source makes {extra_loads} more tl.load per tile than the view's K and V: the GPU "
@@ -261,8 +262,8 @@ def _grade_gpu_io(inner, extra_loads: int) -> tuple[bool | None, str, dict]:
             det["merged_by_compiler"] = True
         return True, msg, det
     return False, (f"IO: Nsight Compute measured {got['global_load_bytes']:,} B loaded / "
-                   f"{got['global_store_bytes']:,} B stored, the kernel view says {view.load_bytes:,} / "
-                   f"{view.store_bytes:,} ({where})"), det
+                   f"{got['global_store_bytes']:,} B stored, the kernel view says {view.l1_load_bytes:,} / "
+                   f"{view.l1_store_bytes:,} ({where})"), det
 
 
 def _lse_diagnosis(lse, ref_lse) -> tuple[str, str]:

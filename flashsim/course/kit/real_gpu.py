@@ -50,6 +50,7 @@ from flashsim.course import Table, pick
 from flashsim.course.kit.optional import missing
 from flashsim.course.kit.results import load_result, result_source
 from flashsim.errors import FlashsimError
+from flashsim.model.kernel_io import kernel_io
 
 __all__ = ["DEFAULT_SIZES", "KERNELS", "Comparison", "Table", "compare", "recorded"]
 
@@ -237,6 +238,7 @@ def _notice(backend: str, raw: dict) -> str:
                      "preset's bandwidth.")
 
 
+_VIEW_KEYS = ("n", "d", "block_m", "block_n", "causal", "dtype", "batch", "heads")
 RECORDED = "kernels_h200"  #: the recorded ncu sweep :func:`recorded` reads (flashsim/course/recorded/)
 
 
@@ -247,7 +249,8 @@ def recorded(kernel_name: str, *, n: int | None = None, d: int | None = None, bl
     From the ncu sweep :data:`RECORDED` (``load_result("kernels_h200")["ncu_sweep"]``, set "sweep"): the run of
     the same kernel nearest to the asked size (default: the full size of :data:`DEFAULT_SIZES`), preferring the
     same ``causal``, ``dtype`` and (where given) tile sizes. Measured: Nsight Compute's global load/store and DRAM bytes and the kernel
-    time; simulated: the simulator's prediction recorded with it for that configuration.
+    time; simulated: the kernel view's L1 bytes for that configuration (what ncu's global load/store bytes count)
+    and the DRAM prediction recorded with it.
     """
     if kernel_name not in KERNELS:
         raise FlashsimError(f"unknown kernel {kernel_name!r}: use one of {sorted(KERNELS)}")
@@ -268,6 +271,8 @@ def recorded(kernel_name: str, *, n: int | None = None, d: int | None = None, bl
     run = min(runs, key=distance)
     cfg, total, sim = dict(run["config"]), run["measured"]["total"], run["simulated"]
     cfg.pop("kernel", None)
+    # today's kernel view of the recorded configuration: ncu's global bytes are the L1's (32-byte sectors)
+    view = kernel_io(kernel_name, **{k: cfg[k] for k in _VIEW_KEYS if k in cfg})
     versions = data.get("versions", {})
     gpu, date = versions.get("gpu", "a GPU"), str(versions.get("date_utc", ""))[:10]
     source = result_source(RECORDED)
@@ -275,7 +280,7 @@ def recorded(kernel_name: str, *, n: int | None = None, d: int | None = None, bl
     return Comparison(kernel=kernel_name, config=cfg, backend=f"ncu on {gpu}, recorded",
                       measured_load_bytes=int(total["global_load_bytes"]),
                       measured_store_bytes=int(total["global_store_bytes"]),
-                      simulated_load_bytes=int(sim["load_bytes"]), simulated_store_bytes=int(sim["store_bytes"]),
+                      simulated_load_bytes=view.l1_load_bytes, simulated_store_bytes=view.l1_store_bytes,
                       measured_dram_bytes=int(total["dram_read_bytes"] + total["dram_write_bytes"]),
                       simulated_dram_bytes=int(sim["dram_read_bytes"] + sim["dram_write_bytes"]),
                       time_s=float(total["duration_ns"]) * 1e-9 if total.get("duration_ns") else None,
