@@ -22,6 +22,7 @@ TUNE = ROOT / result_source("tune_h200")
 WIDE = ROOT / result_source("tune_h200_wide")
 SPEED = ROOT / result_source("attention_speed_h200")
 GLUON = ROOT / result_source("gluon_fwd_h200")
+GLUON_BWD = ROOT / result_source("gluon_bwd_h200")
 PINGPONG = sorted(ROOT / result_source(name) for name in recorded_names() if name.startswith("tune_h200_pingpong_n"))
 
 
@@ -299,6 +300,28 @@ def test_measure_here_without_hopper_says_why(capsys):
         pytest.skip("a Hopper GPU with Gluon is here: measure_here runs for real")
     assert w.measure_here(n=256, d=64) is None
     assert capsys.readouterr().out.strip()
+
+
+def test_gluon_backward_rows_are_the_recorded_run():
+    raw = [r for r in json.loads(GLUON_BWD.read_text())["rows"] if r["dtype"] == "float16"]
+    rows = f.gluon_backward_rows()
+    assert len(rows) == len(raw) == 16 and all(r["correct"] for r in rows)
+    one = next(r for r in raw if r["d"] == 128 and not r["causal"] and r["N"] == 4096)
+    got = next(r for r in rows if r["d"] == 128 and not r["causal"] and r["N"] == 4096)
+    assert got["course Gluon"] == one["gluon_tflops"] and got["SDPA cuDNN"] == one["cudnn_tflops"]
+    assert got["vs cuDNN"] == pytest.approx(one["cudnn_ms"] / one["gluon_ms"])
+    assert all(r["SDPA FlashAttention-2"] < r["course Gluon"] < r["SDPA cuDNN"] for r in rows)   # as recorded
+    fwd = f.gluon_backward_rows(mode="fwd", dtype="bfloat16")
+    assert len(fwd) == 16 and fwd[0]["course Gluon"] == next(
+        r for r in json.loads(GLUON_BWD.read_text())["rows"] if r["dtype"] == "bfloat16")["gluon_fwd_tflops"]
+    assert f.gluon_backward_rows({"rows": []}) == []
+
+
+def test_plot_gluon_backward_draws_one_panel_per_head_dim_and_mask():
+    fig = f.plot_gluon_backward()
+    assert len(fig.axes) == 4
+    assert [len(ax.lines) for ax in fig.axes] == [4] * 4        # cuDNN, FlashAttention-2, Gluon, the 0.9x line
+    assert len(f.plot_gluon_backward({"rows": []}).axes) == 1   # nothing recorded: a one-line figure, no error
 
 
 def test_chapter_14_is_on_the_course_map():

@@ -1,6 +1,6 @@
 """Chapter 14 figures: the recorded H200 tuning sweeps behind the Triton kernel, a picture of the Gluon kernel's
 warp roles, its persistent tile order, and its measured speed against cuDNN, SDPA's FlashAttention-2 backend and
-the Triton kernel.
+the Triton kernel, forward and backward.
 
 Every function returns a matplotlib Figure (Agg-safe: no pyplot).
 """
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from flashsim.course.ch14.schedule import SCHEDULES, persistent_tile_order, warp_schedule
 from flashsim.course.kit.plotting import LivePlot, new_figure
+from flashsim.course.kit.results import load_result
 
-__all__ = ["plot_gluon_speed", "plot_warp_roles", "plot_tile_order", "plot_tuning_pointer_vs_tma",
-           "plot_tuning_configs"]
+__all__ = ["plot_gluon_speed", "plot_gluon_backward", "gluon_backward_rows", "plot_warp_roles", "plot_tile_order",
+           "plot_tuning_pointer_vs_tma", "plot_tuning_configs"]
 
 _KIND_COLORS = {"load": "#9467bd", "qk": "#1f77b4", "pv": "#2ca02c", "softmax": "#ff7f0e"}
 _SERIES_STYLE = {"SDPA cuDNN": ("#7f7f7f", "-", "s"), "SDPA FlashAttention-2": ("#bcbd22", "-", "v"),
@@ -248,4 +249,58 @@ def plot_tuning_configs(tuning: dict | None, causal: bool = False, kernels=("fwd
     fig.suptitle(f"Every configuration, pointer loads, {'causal' if causal else 'non-causal'}, "
                  f"N={tuning.get('n')}, fp16; x: BLOCK_M×BLOCK_N", fontsize=9, y=0.995)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / (2.5 * len(ks) + 0.6)))
+    return fig
+
+
+#: the kernels of the recorded backward run, in the order drawn: (row key prefix, label)
+_BWD_KERNELS = (("cudnn", "SDPA cuDNN"), ("flash", "SDPA FlashAttention-2"), ("gluon", "course Gluon"))
+
+
+def gluon_backward_rows(results=None, dtype: str = "float16", mode: str = "bwd") -> list[dict]:
+    """The timed rows of the recorded Gluon backward run (``gluon_backward_rows()`` reads the recorded
+    ``gluon_bwd_h200``), one dtype: [{"d", "causal", "N", "SDPA cuDNN", "SDPA FlashAttention-2", "course Gluon"
+    (TFLOP/s), "vs cuDNN" (Gluon's speed / cuDNN's), "correct"}, ...] sorted by (d, causal, N). ``mode="fwd"``: the
+    forward of the same run (timed next to the backward on the same inputs)."""
+    results = load_result("gluon_bwd_h200") if results is None else results
+    suffix = "_fwd" if mode == "fwd" else ""
+    out = []
+    for r in results.get("rows", []):
+        if r.get("dtype") != dtype or f"gluon{suffix}_tflops" not in r:
+            continue
+        row = {"d": r["d"], "causal": r["causal"], "N": r["N"]}
+        row.update({label: r.get(f"{key}{suffix}_tflops") for key, label in _BWD_KERNELS})
+        row["vs cuDNN"] = r.get(f"gluon{suffix}_vs_cudnn")
+        row["correct"] = bool(r.get("fwd_correct" if suffix else "correct"))
+        out.append(row)
+    return sorted(out, key=lambda x: (x["d"], x["causal"], x["N"]))
+
+
+def plot_gluon_backward(results=None, dtype: str = "float16"):
+    """Backward TFLOP/s against N of the recorded Gluon backward, cuDNN's and SDPA's FlashAttention-2's, one panel
+    per (head dim, mask): the issue's target line at 0.9x cuDNN dotted."""
+    rows = gluon_backward_rows(results, dtype)
+    if not rows:
+        return _empty(new_figure((6.4, 2.4)), f"no recorded backward rows in {dtype}")
+    panels = sorted({(r["d"], r["causal"]) for r in rows})
+    fig = new_figure((3.3 * len(panels), 3.2))
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.17, top=0.74, wspace=0.25)
+    for i, (d, causal) in enumerate(panels):
+        ax = fig.add_subplot(1, len(panels), i + 1)
+        sel = [r for r in rows if r["d"] == d and r["causal"] == causal]
+        ns = [r["N"] for r in sel]
+        for _, label in _BWD_KERNELS:
+            color, ls, marker = _SERIES_STYLE[label]
+            ax.plot(ns, [r[label] for r in sel], ls=ls, marker=marker, ms=4, color=color, label=label)
+        ax.plot(ns, [0.9 * r["SDPA cuDNN"] for r in sel], ls=":", color=_SERIES_STYLE["SDPA cuDNN"][0], lw=1,
+                label="0.9 x cuDNN (the target)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ns, [f"{n:,}" for n in ns], fontsize=7)
+        ax.minorticks_off()
+        ax.set_ylim(0, 1.12 * max(r["SDPA cuDNN"] for r in sel))
+        ax.set_title(f"d={d}{', causal' if causal else ''}", fontsize=9)
+        ax.set_xlabel("N (B·N fixed)", fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        if i == 0:
+            ax.set_ylabel("backward TFLOP/s", fontsize=8)
+            ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.12), ncol=4, frameon=False)
     return fig
