@@ -361,6 +361,10 @@ def markdown(data: dict) -> str:
              f"timeout); {s['sliders_meeting_both']}/{s['sliders']} sliders meet both targets "
              f"({s['sliders_meeting_median']} the median, {s['sliders_meeting_worst']} the worst case); "
              f"{s['plays_keeping_up']}/{s['plays']} Play controls keep up.", "",
+             "Kernel column: the median time the kernel spent on a press (the dashboard's update and, for a blit, "
+             "the frame; \"refresh\"/\"redraw\" then also a full render, \"draw\", when the browser asks for "
+             "it); the rest of the latency is the messages and the browser. Load on a shared 2-core machine "
+             "inflates both.", "",
              "| chapter | control | kind | median (ms) | worst (ms) | presses / frames | kernel: refresh, draw (ms) | "
              "keeps up |", "|---|---|---|---|---|---|---|---|"]
     for r in data["chapters"]:

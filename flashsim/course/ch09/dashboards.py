@@ -60,9 +60,10 @@ class SpeedupDashboard(Dashboard):
         self.current = self._compute(*key)
         # the states one slider step away, computed while the controls rest: the L2 model takes 0.1-0.3 s
         n, d, kib, dev = key
-        self._compute.prefetch([(x, d, kib, dev) for x in neighbours(SPEEDUP_NS, n)]
-                               + [(n, x, kib, dev) for x in neighbours(self.DS, d)]
-                               + [(n, d, x, dev) for x in neighbours(SRAM_KIBS, kib)])
+        if self._views:                         # only for a dashboard on the page
+            self._compute.prefetch([(x, d, kib, dev) for x in neighbours(SPEEDUP_NS, n)]
+                                   + [(n, x, kib, dev) for x in neighbours(self.DS, d)]
+                                   + [(n, d, x, dev) for x in neighbours(SRAM_KIBS, kib)])
         return self.current
 
     def _state(self, n: int, d: int, sram_kib: int, device: str) -> dict:

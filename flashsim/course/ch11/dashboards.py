@@ -66,8 +66,9 @@ class ShortSequenceDashboard(Dashboard):
         heads) are computed ahead while the controls rest: a sweep takes ≈ 0.25 s on a 2-core CPU (18 L2-aware
         traffic calls), too long for a slider move."""
         sweep = self._sweeps(self.d, self.heads, self.device)
-        self._sweeps.prefetch([(d, self.heads, self.device) for d in neighbours(self.DS, self.d)]
-                              + [(self.d, h, self.device) for h in neighbours(self.HEADS, self.heads)])
+        if self._views:                         # only for a dashboard on the page
+            self._sweeps.prefetch([(d, self.heads, self.device) for d in neighbours(self.DS, self.d)]
+                                  + [(self.d, h, self.device) for h in neighbours(self.HEADS, self.heads)])
         return sweep
 
     def _sweep(self, d, heads, device) -> dict:

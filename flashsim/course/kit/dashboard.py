@@ -28,8 +28,9 @@ Why the figure updates in place: re-building a matplotlib figure and rendering i
 ≈ 130 ms, against ≈ 55 ms to move its marker and re-render the existing Agg canvas (+ 5 ms fast PNG). Widget-native
 plots (bqplot, plotly's FigureWidget) would render in the browser, but would rewrite every chapter's figures and
 leave ``make figures`` and the static fallback needing matplotlib anyway. So the base keeps matplotlib, changes
-the existing artists, and shows the figure in an ipympl canvas (``draw_idle``: frames are drawn when the browser
-asks, so fast key presses coalesce, and only changed pixels are sent); without ipympl, in an ipywidgets.Image
+the existing artists (blitting where the axes stay), and shows the figure in an ipympl canvas (``draw_idle``:
+frames are drawn when the browser asks, so fast key presses coalesce, and only changed pixels are sent); without
+ipympl, in an ipywidgets.Image
 re-encoded from the existing canvas. Dated numbers: ``benchmarks/results/dashboard_latency_*``.
 
 Example::

@@ -2,8 +2,8 @@
 
 :class:`FigureView` shows a matplotlib Figure as a widget that redraws in place: an ipympl canvas when ipympl is
 installed (``draw_idle``: the browser asks for a frame when it is ready, so quick slider moves coalesce, and only
-the changed pixels travel), else an ``ipywidgets.Image`` whose PNG is re-encoded from the existing canvas. Either way a frame is
-encoded by :func:`png_rgba` (fast, unfiltered PNG).
+the changed pixels travel), else an ``ipywidgets.Image`` whose PNG is re-encoded from the existing
+canvas. Either way a frame is encoded by :func:`png_rgba` (fast, unfiltered PNG).
 :func:`static_view` is the fallback without ipywidgets at all (a GPU machine running the notebooks as plain
 Python): one line, the readout as text, and the static figure.
 
@@ -204,7 +204,7 @@ class FigureView:
             return
         self._background = None                   # stale until the next full render saves it again
         if self.mode == "ipympl":
-            canvas.draw_idle()
+            canvas.draw_idle()        # drawn when the browser asks for the frame
         else:
             self.widget.value = self._encode(full=True)
 
