@@ -12,9 +12,10 @@ with ncu, per launch:
 - the L2's bytes from the SMs (``lts__t_sectors_srcunit_tex_op_read/write`` × 32): requests the L1 did not absorb
   (tells a duplicated L1 request, which DRAM never sees, from a real extra load);
 - DRAM read and write bytes against the L2 model (:func:`flashsim.model.kernel_io.kernel_dram`, its defaults: a
-  write-back, segmented LRU over 0.45 of the L2, one program per SM, dirty tiles counted when evicted during the
-  kernel). Criterion: within 5 % of ncu, or within 2 MiB where the launch moves less than 40 MiB (per launch,
-  read and write separately). Next to it, the previous model (plain LRU over half the L2) is recorded.
+  write-back, segmented LRU over a bit under half the L2, one program per SM, dirty tiles counted when evicted
+  during the kernel). Criterion: within 5 % of ncu, or within 2 MiB where the launch moves less than 40 MiB (per
+  launch, read and write separately). Next to it: the previous model's settings (``PREVIOUS_MODEL``), and, to tell
+  a miss in a near-zero direction from a wrong total, whether read + write together meet the same criterion.
 
 Device time: two ncu runs (``measure.ncu_profile_batch``: the three teaching kernels, then the two flash
 kernels), each with all its configurations in one child process, sizes chosen so that the whole run stays under
@@ -50,12 +51,17 @@ KERNELS = ("naive", "tiled_matmul", "online_softmax", "flash_fwd", "flash_bwd")
 #: one ncu run (one child process: one python + CUDA start) per batch
 BATCHES = (("naive", "tiled_matmul", "online_softmax"), ("flash_fwd", "flash_bwd"))
 MIB = 1 << 20
+#: the L2 model's settings before the current ones (kernel_dram keyword arguments), recorded next to them
+PREVIOUS_MODEL = {"l2_fraction": 0.45, "protected_fraction": 0.7}
+#: the tag of the configurations first measured in the newest run (none of them used to choose the L2 model)
+NEWEST_TAG = "new3"
 #: DRAM criterion (issue 13): within 5 %, or within 2 MiB where a launch moves less than 40 MiB
 DRAM_REL, DRAM_ABS_BYTES, DRAM_SMALL_BYTES = 0.05, 2 * MIB, 40 * MIB
 
 # (batch, heads, n, d, causal, block_m, block_n, set). set "fit": in the 2026-11-29 sweep the L2 model's settings
 # were chosen on; "held_out": first measured 2026-11-30, after they were frozen; "new": first measured 2026-12-02;
-# "new2": first measured after the L1 sector rules and the write-back L2 model were chosen (on the others).
+# "new2": first measured after the L1 sector rules and the write-back L2 model were chosen (on the others);
+# "new3": first measured after the L2 model's capacity and protected share were chosen again (on "fit" alone).
 # online_softmax and tiled_matmul ignore batch and heads (d = the inner dim of tiled_matmul; 1 for softmax).
 CONFIGS = {
     "naive": [
@@ -74,6 +80,10 @@ CONFIGS = {
         (1, 4, 1000, 64, False, 64, 64, "new2"),     # P tile of O's shape, rows on sectors: 4 instructions each
         (2, 2, 777, 64, False, 32, 32, "new2"),      # P tile not O's shape: one element per lane
         (1, 4, 1500, 128, True, 64, 128, "new2"),    # P tile of O's shape at BLOCK_N = 128, rows mid-sector
+        (1, 8, 1536, 64, False, 64, 64, "new3"),
+        (2, 2, 2500, 128, True, 64, 64, "new3"),
+        (1, 12, 1024, 96, False, 32, 64, "new3"),
+        (1, 4, 1280, 64, False, 128, 64, "new3"),
     ],
     "tiled_matmul": [
         (1, 1, 4096, 64, False, 64, 64, "fit"),
@@ -91,6 +101,10 @@ CONFIGS = {
         (1, 1, 777, 64, False, 32, 32, "new2"),
         (1, 1, 2048, 40, False, 64, 64, "new2"),     # d = 40: A's rows (80 B) not vectorized
         (1, 1, 1500, 96, True, 128, 64, "new2"),
+        (1, 1, 5120, 64, False, 64, 64, "new3"),
+        (1, 1, 6144, 128, True, 64, 64, "new3"),
+        (1, 1, 2500, 96, False, 64, 32, "new3"),
+        (1, 1, 4096, 256, False, 128, 64, "new3"),
     ],
     "online_softmax": [
         (1, 1, 4096, 1, False, 64, 64, "fit"),
@@ -108,6 +122,11 @@ CONFIGS = {
         (1, 1, 777, 1, False, 128, 64, "new2"),
         (1, 1, 1500, 1, True, 32, 32, "new2"),
         (1, 1, 4000, 1, False, 64, 128, "new2"),
+        (1, 1, 3072, 1, False, 64, 64, "new3"),
+        (1, 1, 7000, 1, True, 64, 64, "new3"),
+        (1, 1, 5120, 1, False, 32, 64, "new3"),
+        (1, 1, 2500, 1, False, 64, 128, "new3"),
+        (1, 1, 9000, 1, False, 128, 64, "new3"),
     ],
     "flash_fwd": [
         (1, 16, 1024, 64, False, 128, 64, "fit"),
@@ -126,6 +145,10 @@ CONFIGS = {
         (2, 4, 777, 64, False, 64, 64, "new2"),      # LSE rows mid-sector
         (1, 8, 1000, 128, True, 128, 64, "new2"),
         (1, 4, 3000, 64, False, 128, 128, "new2"),
+        (4, 8, 3072, 128, False, 128, 64, "new3"),
+        (2, 8, 6000, 96, True, 64, 64, "new3"),
+        (8, 4, 3072, 80, False, 128, 64, "new3"),
+        (1, 16, 8192, 128, True, 128, 128, "new3"),
     ],
     "flash_bwd": [
         (1, 16, 1024, 64, False, 64, 64, "fit"),
@@ -143,6 +166,10 @@ CONFIGS = {
         (2, 4, 777, 64, False, 64, 64, "new2"),      # N no multiple of 16: dK/dV pass loads LSE, delta twice
         (1, 8, 1000, 128, False, 64, 64, "new2"),    # and the dQ pass at 8 warps twice
         (1, 8, 2048, 64, False, 128, 64, "new2"),    # dQ pass with 128-row blocks: once
+        (2, 8, 2048, 128, True, 64, 64, "new3"),
+        (4, 8, 3072, 64, False, 64, 64, "new3"),
+        (2, 16, 1536, 128, False, 64, 64, "new3"),
+        (4, 8, 2500, 64, True, 32, 32, "new3"),
     ],
 }
 
@@ -165,19 +192,15 @@ def _runner_args(cfg: dict) -> dict:
 
 def predict(cfg: dict) -> dict:
     """Per launch: the kernel view's element and L1 (sector) bytes, per tensor, and the DRAM bytes of the L2 model
-    (its defaults) and of the previous model (plain LRU over half the L2, for comparison)."""
-    from flashsim.model.hardware import get_device
+    (its defaults) and of the previous model's settings (``PREVIOUS_MODEL``, for comparison)."""
     from flashsim.model.kernel_io import (L2_PROTECTED_FRACTION, L2_SHARED_FRACTION, PROGRAMS_PER_SM, kernel_dram,
-                                          kernel_io, kernel_trace)
-    from flashsim.model.l2 import simulate_l2
+                                          kernel_io)
     t0 = time.time()
     args = (cfg["kernel"], cfg["n"], cfg["d"], cfg["block_m"], cfg["block_n"], cfg["causal"], cfg["dtype"],
             cfg["batch"], cfg["heads"])
     io = kernel_io(*args)
     dram = kernel_dram(*args)
-    hw = get_device("h200")
-    alt = {name: simulate_l2(progs, int(hw.l2_bytes * 0.5), hw.num_sms * PROGRAMS_PER_SM, flush_writes=False)
-           for name, progs in kernel_trace(*args)}
+    alt = kernel_dram(*args, **PREVIOUS_MODEL)
     launches = {}
     for L in io.launches:
         launches[L.name] = {"loads": dict(L.loads), "stores": dict(L.stores), "load_bytes": L.load_bytes,
@@ -192,7 +215,7 @@ def predict(cfg: dict) -> dict:
             "l1_load_bytes": io.l1_load_bytes, "l1_store_bytes": io.l1_store_bytes,
             "l2_model": {"l2_fraction": L2_SHARED_FRACTION, "protected_fraction": L2_PROTECTED_FRACTION,
                          "programs_per_sm": PROGRAMS_PER_SM,
-                         "alternative": "previous model: plain LRU over half the L2"},
+                         "alternative": "previous model: " + ", ".join(f"{k}={v}" for k, v in PREVIOUS_MODEL.items())},
             "sim_seconds": round(time.time() - t0, 2)}
 
 
@@ -244,6 +267,7 @@ def compare(cfg: dict, pred: dict, measured: dict | None) -> dict:
             row["dram_read_ok"] = dram_ok(p["dram_read_bytes"], m["dram_read_bytes"], moved)
             row["dram_write_ok"] = dram_ok(p["dram_write_bytes"], m["dram_write_bytes"], moved)
             row["dram_ok"] = row["dram_read_ok"] and row["dram_write_ok"]
+            row["dram_total_ok"] = dram_ok(p["dram_read_bytes"] + p["dram_write_bytes"], moved, moved)
             row["alt_dram_ok"] = (dram_ok(p["alt_dram_read_bytes"], m["dram_read_bytes"], moved)
                                   and dram_ok(p["alt_dram_write_bytes"], m["dram_write_bytes"], moved))
         rows.append(row)
@@ -337,7 +361,8 @@ def _run_info(command: str, dry_run: bool) -> dict:
 
 def summarize(result: dict) -> dict:
     """Per kernel: configurations (not fit), launches measured; requested bytes equal to the L1 view (and to the
-    element bytes); DRAM within the criterion (read, write, both; not-fit launches alone; the previous model)."""
+    element bytes); DRAM within the criterion (read, write, both; not-fit launches alone; launches of the newest
+    configurations alone; read + write as one total; the previous model)."""
     out = {}
     for k in KERNELS:
         rows = [r for r in result["rows"] if r.get("config", {}).get("kernel") == k and "launches" in r]
@@ -345,6 +370,7 @@ def summarize(result: dict) -> dict:
             continue
         launches = [(r["config"]["set"], L) for r in rows for L in r["launches"] if "requested_equal" in L]
         held = [L for tag, L in launches if tag != "fit"]
+        newest = [L for tag, L in launches if tag == NEWEST_TAG]
         out[k] = {"configs": len(rows), "configs_not_fit": sum(r["config"]["set"] != "fit" for r in rows),
                   "launches_measured": len(launches),
                   "requested_equal": sum(L["requested_equal"] for _, L in launches),
@@ -353,6 +379,8 @@ def summarize(result: dict) -> dict:
                   "dram_write_ok": sum(L["dram_write_ok"] for _, L in launches),
                   "dram_ok": sum(L["dram_ok"] for _, L in launches),
                   "launches_not_fit": len(held), "dram_ok_not_fit": sum(L["dram_ok"] for L in held),
+                  "launches_newest": len(newest), "dram_ok_newest": sum(L["dram_ok"] for L in newest),
+                  "dram_total_ok": sum(L.get("dram_total_ok", False) for _, L in launches),
                   "alt_dram_ok": sum(L["alt_dram_ok"] for _, L in launches)}
     return out
 
@@ -363,13 +391,16 @@ def _mb(x):
 
 def _summary_table(summary: dict) -> list:
     lines = ["| kernel | configs (not fit) | launches | requested = L1 view | requested = element bytes | "
-             "DRAM read ok | DRAM write ok | DRAM ok | DRAM ok, not fit | previous L2 model ok |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             f"DRAM read ok | DRAM write ok | DRAM ok | DRAM ok, not fit | DRAM ok, {NEWEST_TAG} | "
+             "DRAM read + write ok | previous L2 model ok |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for k, s in summary.items():
         n = s["launches_measured"]
         lines.append(f"| {k} | {s['configs']} ({s['configs_not_fit']}) | {n} | {s['requested_equal']}/{n} | "
                      f"{s['element_equal']}/{n} | {s['dram_read_ok']}/{n} | {s['dram_write_ok']}/{n} | "
-                     f"{s['dram_ok']}/{n} | {s['dram_ok_not_fit']}/{s['launches_not_fit']} | {s['alt_dram_ok']}/{n} |")
+                     f"{s['dram_ok']}/{n} | {s['dram_ok_not_fit']}/{s['launches_not_fit']} | "
+                     f"{s.get('dram_ok_newest', 0)}/{s.get('launches_newest', 0)} | {s.get('dram_total_ok', '—')}/{n} | "
+                     f"{s['alt_dram_ok']}/{n} |")
     return lines
 
 
@@ -408,7 +439,8 @@ def write_markdown(result: dict, path: str) -> None:
     for k, e in (result.get("errors") or {}).items():
         lines.append(f"- {k}: ncu failed: `{e.strip().splitlines()[-1]}`")
     lines += ["", "MiB. req = the kernel view's L1 bytes / ncu (load+store), elem = its element bytes; L2←SM = ncu "
-              "bytes the L2 received from the SMs; DRAM r/w = L2 model / ncu; prev = the previous L2 model.", "",
+              "bytes the L2 received from the SMs; DRAM r/w = L2 model / ncu; prev = the previous L2 model's settings "
+              f"({', '.join(f'{k}={v}' for k, v in PREVIOUS_MODEL.items())}).", "",
               "| kernel | set | B×H | N | d | causal | blocks | launch | req L1 view / meas | elem | equal | L2←SM | "
               "DRAM read sim / meas | DRAM write sim / meas | prev read / write | ok | prev ok |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -31,13 +31,14 @@ Concurrency model (stated, not measured):
 * Each launch starts cold (Nsight Compute flushes caches before each profiled kernel, ``--cache-control all``).
 
 Not modelled: set conflicts, the real replacement policy, sector (32 B) granularity of partially used lines,
-prefetch, and programs drifting out of lockstep. So the model overestimates DRAM reads where (1) resident programs
+prefetch, programs drifting out of lockstep, and the real L2 writing back part of a small written set while a
+read-once stream passes (it is no strict LRU: the naive P V kernel's O). So the model overestimates DRAM reads where (1) resident programs
 start at staggered times and stream the same tiles (real programs that hit in L2 run faster and catch up with the
 ones ahead: why the kernels launch their longest programs first) and (2) a stream is just over the modelled
 capacity (a strict LRU loses all of it, the real L2 only part); measured, see
 benchmarks/results/kernels_h200_2026-11-30.md. The H100/H200 L2's split into two partitions (lines all SMs read are
 kept in both) can be modelled two ways: pass a bit under half the L2 as ``l2_bytes`` (what
-:func:`flashsim.model.kernel_io.kernel_dram` does by default: 0.45, with the segmented LRU) or ``shared_cost=2.0`` (a tile more than one program
+:func:`flashsim.model.kernel_io.kernel_dram` does by default: 0.48, with the segmented LRU) or ``shared_cost=2.0`` (a tile more than one program
 touches occupies twice its bytes).
 
 Callers: :func:`flashsim.model.kernel_io.kernel_dram` builds the tile traces of the Triton kernels and calls this;
