@@ -112,7 +112,8 @@ _ARM_PLAY = """([area, duration]) => {
   let last = window.__flashsimSig(el);
   const st = {t0: performance.now(), click: null, changes: [], done: false};
   window.__flashsimProbe = st;
-  document.addEventListener('click', e => { if (st.click === null) st.click = e.timeStamp; }, {capture: true, once: true});
+  document.addEventListener('click', e => { if (st.click === null) st.click = e.timeStamp; },
+                            {capture: true, once: true});
   const loop = () => {
     if (performance.now() - st.t0 > duration) { st.done = true; return; }
     const s = window.__flashsimSig(el);
@@ -354,7 +355,8 @@ def markdown(data: dict) -> str:
              f"{s['load_1min_range']}.",
              f"Command: `{data['command']}` (code at {data.get('commit')}, {data.get('wall_s')} s).",
              f"Versions: {json.dumps(data['versions'])}.", "",
-             f"Targets (issue 12): median ≤ {TARGET_MEDIAN_MS:.0f} ms, worst ≤ {TARGET_WORST_MS:.0f} ms per slider; "
+             f"Targets (issue 12): median ≤ {TARGET_MEDIAN_MS:.0f} ms, worst ≤ {TARGET_WORST_MS:.0f} ms "
+             "per slider; "
              f"Play keeps up with its interval (median frame gap ≤ {PLAY_SLACK:.2f} × interval).", "",
              f"All presses: median {_fmt(s['median_ms'])} ms, worst {_fmt(s['worst_ms'])} ms over {s['presses']} "
              f"presses of {s['sliders']} sliders ({s['missed_presses']} presses showed no new frame within the "

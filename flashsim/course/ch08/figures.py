@@ -31,10 +31,10 @@ def causal_kind_grid(n: int, block_r: int, block_c: int) -> np.ndarray:
 
 class CausalTileGridPlot(LivePlot):
     """Tile grid (rows: Q blocks i, columns: K/V blocks j) coloured by kind, with the element-level causal mask
-    behind it; ``upto`` tiles of the FA2 loop order are done (later ones faded, the current one outlined). Every
-    change is made in place: a new ``upto`` recolours the tiles (blitted); a new N, Br or Bc also changes the
-    mask, the tiles, the limits and the legend's counts, and the whole figure is rendered, not rebuilt
-    (chapter 08)."""
+    behind it; ``upto`` tiles of the FA2 loop order are done (later ones faded, the current one outlined). The
+    grid is drawn in units of N (the axes run 0…1 whatever N is, and name N in the title), so every change is made
+    in place and blitted: a new ``upto`` recolours the tiles; a new N, Br or Bc also redraws the mask and the
+    tiles (chapter 08)."""
 
     figsize = (5.4, 3.9)
     tight = False               # fixed margins: the square grid and the legend beside it keep their places
@@ -46,41 +46,45 @@ class CausalTileGridPlot(LivePlot):
 
         fig.subplots_adjust(left=0.1, right=0.7, bottom=0.13, top=0.92)
         ax = self._ax = fig.add_subplot()
-        self._mask = ax.imshow(_causal_mask_image(n), cmap="Greys", vmin=0, vmax=4, extent=(0, n, n, 0),
-                               interpolation="nearest")
+        from matplotlib import colormaps
+        greys = colormaps["Greys"]
+        ax.set_facecolor(greys(0.0))           # masked elements (c > r); the visible ones: one staircase polygon
+        self._mask = ax.add_collection(PolyCollection([], facecolors=[greys(0.25)], edgecolors="none"),
+                                       autolim=False)
         # every tile is one polygon of one collection (recolouring the grid is one artist to draw), the current
         # tile's red outline a second one drawn on top
         self._tiles = ax.add_collection(PolyCollection([], edgecolors="white", linewidths=0.8), autolim=False)
         self._current = ax.add_collection(PolyCollection([], facecolors="none", edgecolors="#d62728",
                                                          linewidths=3), autolim=False)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(1, 0)
         ax.set_aspect("equal")
+        ax.set_xticks([0, 1], ["0", "N"])
+        ax.set_yticks([0, 1], ["0", "N"])
         ax.set_xlabel("key column c  (K/V blocks of Bc)", fontsize=8)
         ax.set_ylabel("query row r  (Q blocks of Br)", fontsize=8)
         ax.tick_params(labelsize=7)
-        self._legend = ax.legend(handles=[Patch(color=_KIND_COLORS[k], label=f"{k}: 0") for k in _KIND_COLORS],
-                                 loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        ax.legend(handles=[Patch(color=_KIND_COLORS[k], label=k) for k in _KIND_COLORS],
+                  loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        self._counts = ax.text(1.04, 0.62, "", transform=ax.transAxes, fontsize=8, va="top")
         self._title = ax.set_title("", fontsize=8)
-        self.animate(self._tiles, self._current, self._title)
+        self.animate(self._mask, self._tiles, self._current, self._counts, self._title)
         self._grid(kinds, n, block_r, block_c)
         self._colour(kinds, n, block_r, block_c, upto, title)
 
     def _grid(self, kinds, n, block_r, block_c) -> None:
-        """The mask, the tiles' outlines, the limits and the legend's counts for a grid."""
+        """The mask, the tiles' outlines (in units of N) and the counts for a grid."""
         tr, tc = kinds.shape
         self._keys, self._verts = [], []
         for i in range(tr):
             for j in range(tc):
                 y0, x0 = i * block_r, j * block_c
                 x1, y1 = min(x0 + block_c, n), min(y0 + block_r, n)
-                self._verts.append([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+                self._verts.append([(x0 / n, y0 / n), (x1 / n, y0 / n), (x1 / n, y1 / n), (x0 / n, y1 / n)])
                 self._keys.append((i, j))
         self._tiles.set_verts(self._verts)
-        self._mask.set_data(_causal_mask_image(n))
-        self._mask.set_extent((0, n, n, 0))
-        self._ax.set_xlim(0, n)
-        self._ax.set_ylim(n, 0)
-        for text, k in zip(self._legend.get_texts(), _KIND_COLORS):
-            text.set_text(f"{k}: {int((kinds == k).sum())}")
+        self._mask.set_verts([_causal_staircase(n)])
+        self._counts.set_text("\n".join(f"{k}: {int((kinds == k).sum())} tiles" for k in _KIND_COLORS))
 
     def _colour(self, kinds, n, block_r, block_c, upto, title) -> None:
         from matplotlib.colors import to_rgba
@@ -96,17 +100,19 @@ class CausalTileGridPlot(LivePlot):
         self._title.set_text(title or f"N={n}, Br={block_r}, Bc={block_c}")
 
     def refresh(self, kinds, n, block_r, block_c, upto=None, title=""):
-        new_grid = (n, block_r, block_c) != (self.args["n"], self.args["block_r"], self.args["block_c"])
-        if new_grid:
+        if (n, block_r, block_c) != (self.args["n"], self.args["block_r"], self.args["block_c"]):
             self._grid(kinds, n, block_r, block_c)
         self._colour(kinds, n, block_r, block_c, upto, title)
-        return "refresh" if new_grid else True
+        return True
 
 
-def _causal_mask_image(n: int) -> np.ndarray:
-    """(N, N) bool: key column c visible from query row r (c <= r), the picture behind the tiles."""
-    rows = np.arange(n)
-    return rows[None, :] <= rows[:, None]
+def _causal_staircase(n: int) -> list:
+    """The visible elements (key column c <= query row r) of an N x N score matrix as one polygon, in units of N
+    (rows downwards): the picture behind the tiles."""
+    pts = [(0.0, 0.0)]
+    for r in range(n):
+        pts += [((r + 1) / n, r / n), ((r + 1) / n, (r + 1) / n)]
+    return pts + [(0.0, 1.0)]
 
 
 def plot_causal_tile_grid(kinds: np.ndarray, n: int, block_r: int, block_c: int, *, upto: int | None = None,

@@ -55,7 +55,8 @@ from flashsim.errors import FlashsimError
 from flashsim.course.kit.plotting import LivePlot
 from flashsim.course.kit.render import LIVE_DPI, FigureView, has_ipywidgets, static_view
 
-__all__ = ["Control", "Dashboard", "Memo", "neighbours", "choice", "slider", "int_range", "float_range", "log_range", "toggle"]
+__all__ = ["Control", "Dashboard", "Memo", "neighbours", "choice", "slider", "int_range", "float_range", "log_range",
+           "toggle"]
 
 
 @dataclass(frozen=True)

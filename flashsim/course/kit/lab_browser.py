@@ -66,7 +66,8 @@ PLOT_JS = """() => {
   };
   window.__flashsimSlider = (label) => {
     const all = Array.from(document.querySelectorAll('.widget-slider'));
-    const s = all.find(s => { const l = s.querySelector('.widget-label'); return l && l.textContent.trim() === label; });
+    const s = all.find(s => { const l = s.querySelector('.widget-label');
+                              return l && l.textContent.trim() === label; });
     if (!s) return null;
     const areas = Array.from(document.querySelectorAll('.jp-Cell-outputArea'));
     const readout = s.querySelector('.widget-readout');

@@ -42,8 +42,9 @@ class LivePlot:
 
     Why in place: re-building a figure and rendering it to PNG took 0.3–0.8 s per slider move (issue 12), and
     most of a full render is spent on the axes (ticks, tick labels), not on the data. So a refresh that leaves
-    every axis' limits alone (or moves only the limits of an axis marked animated) is drawn by *blitting*: the page's figure keeps the picture of everything that is not
-    animated (the background) and only the animated artists are drawn again on top of it
+    every axis' limits alone (or moves only the limits of an axis marked animated) is drawn by *blitting*: the
+    page's figure keeps the picture of everything that is not animated (the background) and only the animated
+    artists are drawn again on top of it
     (:class:`flashsim.course.kit.render.FigureView`). A refresh that moves a limit, and a redraw, render the whole
     figure. The layout (``tight_layout``) is computed when the figure is first drawn and after a redraw, not on
     every refresh, so the axes do not jump while a slider moves. Animated artists are drawn in saved figures too
