@@ -57,9 +57,10 @@ def test_simulate_json(capsys):
 
 def test_simulate_check_fails_when_error_exceeds_tolerance(capsys, monkeypatch):
     import flashsim.model.simulator as api
-    monkeypatch.setattr(api, "tolerance", lambda dtype, plain: 0.0)
+    monkeypatch.setattr(api, "tolerance", lambda dtype, plain, rounding_bound=0.0: 0.0)
     code, _, err = run(capsys, "simulate", "--algo", "flash2", "--n", "64", "--d", "16", "--check")
     assert code == 1 and "exceeds" in err
+    assert "internal error" not in err
 
 
 @pytest.mark.parametrize("argv,match", [

@@ -12,6 +12,8 @@ One concern per module, the public names re-exported here:
 * :mod:`~flashsim.measure.device` — :func:`device_hardware`: the preset of the GPU this runs on;
 * :mod:`~flashsim.measure.cli` — :func:`measure_cli_result`, :func:`add_measure_arguments`, :func:`run_measure`:
   the ``flashsim measure`` CLI;
+* :mod:`~flashsim.measure.correctness` — :func:`attention_vs_torch` (GPU): the one GPU correctness check of the
+  kernels (outputs and gradients finite and within twice torch SDPA's error against the float64 reference);
 * :mod:`~flashsim.measure.peak_memory`, :mod:`~flashsim.measure.provenance`: peak memory of a call, and what a
   measurement ran on.
 
