@@ -26,6 +26,7 @@ class BackwardCostsPlot(LivePlot):
     PANELS = (("hbm_bytes", "HBM bytes (MB)", 1e6), ("flops", "FLOPs (GFLOP)", 1e9))
 
     def draw(self, fig, rows: dict, title: str = ""):
+        from matplotlib.ticker import MaxNLocator
         labels = list(rows)
         self._panels = []
         for k, (key, unit, scale) in enumerate(self.PANELS):
@@ -36,7 +37,10 @@ class BackwardCostsPlot(LivePlot):
             bwd = ax.bar(x, zeros, 0.6, bottom=zeros, label="backward", color="#ff7f0e")
             texts = [ax.text(xi, 0, "", ha="center", va="bottom", fontsize=8) for xi in x]
             ax.set_xticks(x, labels, fontsize=8)
-            ax.set_ylabel(unit)
+            # the y axis moves with N and d, so it is animated (drawn with every frame): few ticks, and its label
+            # a text of its own in the background (glyphs are what a frame costs most to draw)
+            ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
+            ax.text(-0.16, 0.5, unit, rotation=90, transform=ax.transAxes, ha="center", va="center")
             ax.legend(fontsize=8, loc="upper center", ncol=2)
             self.animate(*fwd, *bwd, *texts, ax.yaxis)
             self._panels.append((ax, key, scale, list(fwd), list(bwd), texts))
