@@ -22,7 +22,8 @@ def _mib(x: float) -> str:
 class RingStepPlot(LivePlot):
     """One step of the ring (state from :class:`flashsim.widgets.RingStepper`): devices on a circle, each with its
     Q shard and the K/V block it holds, red arrows for this step's sends; the (device, block) grid of what has been
-    computed; and the bytes each device has sent so far. Another step or mask recolours it in place (chapter 13)."""
+    computed; and the bytes each device has sent so far. Another step recolours it in place (drawn over the rest:
+    the bars' y limit is the whole pass's); a mask with other link bytes redraws it (chapter 13)."""
 
     figsize = (11, 3.9)
     tight = False                                   # the three panels are placed by hand
@@ -56,8 +57,12 @@ class RingStepPlot(LivePlot):
         bar_ax.set_xlabel("device r (sends to r+1)")
         bar_ax.set_ylabel("bytes sent")
         self._bar_title = bar_ax.set_title("", fontsize=8)
-        bar_ax.legend(fontsize=7, loc="upper left")
+        legend = bar_ax.legend(fontsize=7, loc="upper left")
         self._bar_ax = bar_ax
+        # the y limit covers the whole pass (the same at every step), so a step only redraws what it changes
+        self._bar_ax.set_ylim(0, 1.05 * max(max(state["final_link_bytes"], default=0), 1.0))
+        self.animate(*self._arrows, *self._boxes, self._title, self._grid, *self._total, *self._sent,
+                     legend, self._bar_title)                   # the legend over the bars, as when not animated
         self._show(state)
 
     def _show(self, state: dict) -> None:
@@ -82,12 +87,12 @@ class RingStepPlot(LivePlot):
         for bars, heights in ((self._total, total), (self._sent, sent)):
             for bar, h in zip(bars, heights):
                 bar.set_height(h)
-        self._bar_ax.set_ylim(0, 1.05 * max(total.max(), 1.0))
         self._bar_title.set_text(f"link bytes: {_mib(sent.sum())} of {_mib(total.sum())}")
 
     def refresh(self, state: dict) -> bool:
-        if state["world"] != self.args["state"]["world"]:
-            return False
+        if (state["world"] != self.args["state"]["world"]
+                or list(state["final_link_bytes"]) != list(self.args["state"]["final_link_bytes"])):
+            return False                            # another ring (the mask): another y limit
         self._show(state)
         return True
 
@@ -119,7 +124,8 @@ class OverlapPlot(LivePlot):
             ax.loglog(blocks, comm, color=c, lw=1.6, label=f"{get_link(link).name}: hides for n ≥ {n0:,.0f}")
             t0 = ring_step_times(n0, d, heads, 1, dtype, device, link)[1]
             ax.plot([n0], [t0], "o", color=c)
-        self._current = ax.axvline(current or blocks[0], color=_SEND, ls="--", lw=1, visible=bool(current))
+        self._current = self.animate(ax.axvline(current or blocks[0], color=_SEND, ls="--", lw=1,
+                                                visible=bool(current)))
         ax.set_xlabel("block n = rows of Q/K/V per device")
         ax.set_ylabel("seconds per ring step")
         ax.set_title(f"overlap condition: n ≥ b·F/(2·W) (d={d}, {heads} head(s), {dtype})", fontsize=10)
@@ -157,7 +163,8 @@ class DecodingPlot(LivePlot):
         if measured:
             ks = sorted(measured)
             ax.loglog(ks, [measured[k] * 1e6 for k in ks], "s--", color="#d62728", label="measured on the H200")
-        self._current = ax.axvline(current or splits[0], color="#555555", ls=":", lw=1, visible=bool(current))
+        self._current = self.animate(ax.axvline(current or splits[0], color="#555555", ls=":", lw=1,
+                                                visible=bool(current)))
         num_sms = res[0].device.num_sms
         ax.axvline(max(1, num_sms / heads), color="#2ca02c", lw=1, ls="--", label=f"splits·H = {num_sms} SMs")
         ax.set_xlabel("num_splits (K/V chunks per head)")
