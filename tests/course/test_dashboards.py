@@ -88,7 +88,7 @@ CASES = [
     DashCase("ch09.SpeedupDashboard", lambda: SpeedupDashboard(n=1024),
              {"n": 2048, "d": 128, "sram_kib": 128, "device": "a100"}, {"sram_kib": 100}, blit=("n", "sram_kib")),
     DashCase("ch10.CacheBlockDashboard", lambda: CacheBlockDashboard(n=128, d=32), {"block_c": 128, "block_r": 32},
-             {"block_c": 100}, blit=("block_c",)),
+             {"block_c": 100}, blit=("block_c", "block_r")),
     DashCase("ch11.ShortSequenceDashboard", ShortSequenceDashboard, {"n": 1024, "d": 128, "heads": 8, "device": "a100"},
              {"n": 100}, blit=("n", "d", "heads")),
     DashCase("ch11.MismatchExplorer", lambda: MismatchExplorer(n=32, d=16),
