@@ -44,13 +44,15 @@ def cpu_hierarchy() -> dict:
             "cores": hw.num_sms, "preset": hw}
 
 
-def time_call(fn, *args, repeat: int = 5, **kwargs) -> float:
-    """Best (minimum) seconds of ``fn(*args, **kwargs)`` over `repeat` runs, after one untimed warm-up call.
+def time_call(fn, *args, repeat: int = 5, warmup: bool = True, **kwargs) -> float:
+    """Best (minimum) seconds of ``fn(*args, **kwargs)`` over `repeat` runs, after one untimed warm-up call
+    (``warmup=False``: none; the first run, with cold caches or a compile, is then one of the `repeat`).
 
     The minimum, not the median: on a shared machine other processes only ever add time, so the fastest run is
     the best estimate of what the code itself needs.
     """
-    fn(*args, **kwargs)
+    if warmup:
+        fn(*args, **kwargs)
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -177,9 +179,9 @@ class CacheBlockDashboard(Dashboard):
 
     def time_for(self, block_r: int, block_c: int) -> float | None:
         """Best-of-3 seconds on ONE thread: the cache question is per core, and a second thread that shares the
-        core with other work (Binder, a busy laptop) makes two-thread timings jump between levels. Three runs, not
-        more: a block_r's sweep times 20 pairs (4 s at N=4096 on a 2-core CPU). Recorded: the record's median at
-        that pair, or None."""
+        core with other work (Binder, a busy laptop) makes two-thread timings jump between levels. Three runs and
+        no separate warm-up (the minimum leaves the cold first run out): a block_r's sweep times 20 pairs, 3 s at
+        N=4096 on a 2-core CPU. Recorded: the record's median at that pair, or None."""
         key = (int(block_r), int(block_c))
         if self.recorded:
             return next((p["median_ms"] * 1e-3 for p in self._record["points"]
@@ -194,16 +196,18 @@ class CacheBlockDashboard(Dashboard):
         numba.set_num_threads(1)
         try:
             return time_call(cpu.flash_attention_cpu, self.q, self.k, self.v, block_r=block_r, block_c=block_c,
-                             repeat=3)
+                             repeat=3, warmup=False)
         finally:
             numba.set_num_threads(threads)
 
     def _prefetch(self) -> None:
-        """On the page: time the sweeps one block_r step away while the controls rest, the larger block_r first."""
+        """On the page: time the sweeps one block_r step away while the controls rest, the larger block_r first,
+        each from the shown block_c (the pair a move of block_r shows first)."""
         if self.recorded or not self._views:
             return
         brs = sorted(neighbours(sorted({*self.BLOCK_RS, self.block_r}), self.block_r), reverse=True)
-        self._times.prefetch([(br, bc) for br in brs for bc in CPU_BLOCK_CS])
+        self._times.prefetch([(br, bc) for br in brs
+                              for bc in sorted({*CPU_BLOCK_CS, self.block_c}, key=lambda c: c != self.block_c)])
 
     def show(self):
         box = super().show()

@@ -51,18 +51,19 @@ class RingStepPlot(LivePlot):
         grid_ax.set_xlabel("K/V block j")
         grid_ax.set_ylabel("device r (keeps Q_r)")
         grid_ax.set_title("blocks seen (green: computed,\nolive: diagonal, grey: masked)", fontsize=8)
-        self._total = bar_ax.bar(range(P), [0] * P, color="#eeeeee", edgecolor="#999999", label="whole pass")
+        self._total = bar_ax.bar(range(P), state["final_link_bytes"], color="#eeeeee", edgecolor="#999999",
+                                 label="whole pass")
         self._sent = bar_ax.bar(range(P), [0] * P, color=_SEND, label="so far")
         bar_ax.set_xticks(range(P))
         bar_ax.set_xlabel("device r (sends to r+1)")
         bar_ax.set_ylabel("bytes sent")
-        self._bar_title = bar_ax.set_title("", fontsize=8)
-        legend = bar_ax.legend(fontsize=7, loc="upper left")
+        self._bar_title = bar_ax.set_title("", fontsize=8, pad=14)   # above the axis' offset (×1e6)
+        bar_ax.legend(fontsize=7, loc="upper left")
         self._bar_ax = bar_ax
-        # the y limit covers the whole pass (the same at every step), so a step only redraws what it changes
-        self._bar_ax.set_ylim(0, 1.05 * max(max(state["final_link_bytes"], default=0), 1.0))
-        self.animate(*self._arrows, *self._boxes, self._title, self._grid, *self._total, *self._sent,
-                     legend, self._bar_title)                   # the legend over the bars, as when not animated
+        # the y limit covers the whole pass (the same at every step, room above for the legend), so a step only
+        # redraws what it changes: the whole pass's bars stay in the background
+        self._bar_ax.set_ylim(0, 1.4 * max(max(state["final_link_bytes"], default=0), 1.0))
+        self.animate(*self._arrows, *self._boxes, self._title, self._grid, *self._sent, self._bar_title)
         self._show(state)
 
     def _show(self, state: dict) -> None:
@@ -84,9 +85,8 @@ class RingStepPlot(LivePlot):
         self._grid.set_data(img)
         sent = np.array(step["link_bytes"], float)
         total = np.array(state["final_link_bytes"], float)
-        for bars, heights in ((self._total, total), (self._sent, sent)):
-            for bar, h in zip(bars, heights):
-                bar.set_height(h)
+        for bar, h in zip(self._sent, sent):
+            bar.set_height(h)
         self._bar_title.set_text(f"link bytes: {_mib(sent.sum())} of {_mib(total.sum())}")
 
     def refresh(self, state: dict) -> bool:
