@@ -1,5 +1,9 @@
 """Chapter 10: the CPU view — dashboards without a Jupyter kernel, plots, checkers on solutions and wrong answers."""
 
+import threading
+
+import pytest
+
 from flashsim import plots, widgets
 from flashsim.solutions import ch10 as sol
 
@@ -55,3 +59,31 @@ def test_without_numba_one_line_then_the_recorded_measurements(monkeypatch, caps
     sweep = dash.sweep(block_r=256)
     assert sweep["block_r"] == 256 and len(sweep["time_s"]) == len(sweep["block_c"]) >= 5
     assert dash.figure() is not None and dash.figure(sweep) is not None
+
+
+def test_the_shown_dashboard_times_the_next_block_r_while_the_controls_rest(monkeypatch):
+    """On the page, the sweeps one block_r step away are timed in the background: moving there times nothing and
+    only redraws the animated curves (issue 12: a first visit used to time 20 block pairs before the frame)."""
+    pytest.importorskip("ipywidgets")
+    from flashsim.course.ch10.dashboards import CPU_BLOCK_CS
+    from flashsim.course.kit import render
+    monkeypatch.setattr(render, "DEFAULT_MODE", "image")
+    dash = widgets.CacheBlockDashboard(n=128, d=32, block_r=64, block_c=128)
+    assert not dash._times.cache.keys() - {(64, 128)}           # not on the page: nothing timed ahead
+    dash.show()
+    dash._times.wait(120)
+    assert {(br, bc) for br in (32, 128) for bc in CPU_BLOCK_CS} <= set(dash._times.cache)
+    timed_on_the_move, measure = [], dash._times.fn
+
+    def spy(*key):
+        if threading.current_thread() is threading.main_thread():
+            timed_on_the_move.append(key)
+        return measure(*key)
+    monkeypatch.setattr(dash._times, "fn", spy)
+    blits = dash.view.figure.blits
+    dash.update(block_r=128)
+    assert dash.view.figure.blits == blits + 1 and dash.current["time_s"] == dash._times.cache[(128, 128)]
+    assert dash.sweep()["time_s"] == [dash._times.cache[(128, bc)] for bc in CPU_BLOCK_CS]
+    assert timed_on_the_move == []
+    dash._times.wait(120)                                        # the next neighbours (block_r 256), in the background
+    assert (256, 128) in dash._times.cache
