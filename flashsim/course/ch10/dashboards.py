@@ -129,8 +129,9 @@ class CacheBlockDashboard(Dashboard):
     ``current`` = {"block_r", "block_c", "working_set", "level" (the smallest cache it fits in), "time_s"}.
     Times are measured on first use of a block pair and kept, so moving back is instant and re-running a cell
     shows the same numbers; on the page, the sweeps one block_r step away are timed while the controls rest
-    (:class:`flashsim.course.kit.dashboard.Memo`), so a move of block_r shows its curve at once. Without numba (said in one line) the times, caches, N and d are those of the block
-    sweep recorded on a CPU (``recorded``: its source), and ``time_s`` is None at a pair it did not time.
+    (:class:`flashsim.course.kit.dashboard.Memo`), so a move of block_r shows its curve at once. Without numba
+    (said in one line) the times, caches, N and d are those of the block sweep recorded on a CPU (``recorded``: its
+    source), and ``time_s`` is None at a pair it did not time.
     """
 
     BLOCK_RS = (16, 32, 64, 128, 256)

@@ -78,8 +78,8 @@ class BlockCachePlot(LivePlot):
         # the time axis moves with block_r, so it is animated (drawn with every frame): few ticks, and its label a
         # text of its own in the background
         ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
-        ax.text(-0.1, 0.5, "best time (ms)" if "best" in sweep.get("time_label", "best") else "time (ms)", color="#1f77b4",
-                rotation=90, transform=ax.transAxes, ha="center", va="center")
+        ylabel = "best time (ms)" if "best" in sweep.get("time_label", "best") else "time (ms)"
+        ax.text(-0.1, 0.5, ylabel, color="#1f77b4", rotation=90, transform=ax.transAxes, ha="center", va="center")
         ax2 = ax.twinx()
         (self._ws,) = ax2.plot(bc, np.asarray(sweep["working_set"]) / 1024, "s--", color="#ff7f0e", ms=3,
                                label="working set")
