@@ -76,7 +76,7 @@ class TileStatePlot(LivePlot):
         self._title = ax.text(0.5, 1.0, "", transform=offset_copy(ax.transAxes, fig=fig, y=27, units="points"),
                               ha="center", va="bottom", fontsize=10)
         self.animate(self._tiles, self._title)
-        self._bars, self._empty = {}, {}
+        self._bars, self._span = {}, {}
         first = None
         for k, (label, values) in enumerate(rows.items()):
             a = fig.add_subplot(gs[k + 1], sharex=first if first is not None else None)
@@ -88,16 +88,18 @@ class TileStatePlot(LivePlot):
             self._bars[label] = (a, bars)
             a.set_ylabel(label, fontsize=8)
             a.tick_params(labelsize=7)
-            self._empty[label] = a.text(0.5, 0.5, "not computed yet", transform=a.transAxes, ha="center",
-                                        va="center", fontsize=8)
             lo, hi = state.get("rows_lim", {}).get(label, (None, None))
             if lo is None:
                 lo, hi = 0.0, 1.0
             pad = 0.05 * (hi - lo) if hi > lo else 1.0      # the whole run's range: no rescaling while stepping
             a.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
-            self.animate(bars, self._empty[label])
+            self._span[label] = a.get_ylim()                # a row not computed yet fills it in light grey
+            self.animate(bars)
         if first is not None:
             fig.axes[-1].set_xlabel("row of Q (query index)")
+            # in the background, once: a per-plot "not computed yet" text was a third of every frame's cost
+            first.text(1.0, 1.04, "row plots: light grey = not computed yet", transform=first.transAxes,
+                       ha="right", va="bottom", fontsize=7, color="#666666")
         # axes' texts in figure coordinates (animated figure-level artists would be left out of saved figures): the
         # caption's changing part is animated, its legend part stays in the background (glyphs are what a frame
         # costs most to draw)
@@ -116,9 +118,10 @@ class TileStatePlot(LivePlot):
             a, bars = self._bars[label]
             values = np.asarray(values, float)
             known = np.isfinite(values)
-            bars.set_verts([_bar(i, v if ok else 0.0) for i, (v, ok) in enumerate(zip(values, known))])
+            lo, hi = self._span[label]
+            bars.set_verts([_bar(i, v) if ok else _bar(i, hi, bottom=lo)
+                            for i, (v, ok) in enumerate(zip(values, known))])
             bars.set_facecolor([_ROW if ok else _UNKNOWN for ok in known])
-            self._empty[label].set_visible(not known.any())
 
     def refresh(self, state) -> bool:
         old = self.args["state"]
@@ -133,9 +136,9 @@ def plot_tile_state(state: dict):
     return TileStatePlot(state).fig
 
 
-def _bar(i: int, height: float, width: float = 0.9) -> list:
-    """The corners of bar i (centred on i) of a bar chart drawn as one PolyCollection."""
-    return [(i - width / 2, 0.0), (i + width / 2, 0.0), (i + width / 2, height), (i - width / 2, height)]
+def _bar(i: int, height: float, width: float = 0.9, bottom: float = 0.0) -> list:
+    """The corners of bar i (centred on i, from `bottom` to `height`) of a bar chart drawn as one PolyCollection."""
+    return [(i - width / 2, bottom), (i + width / 2, bottom), (i + width / 2, height), (i - width / 2, height)]
 
 
 class TrafficVsBlockPlot(LivePlot):
