@@ -192,6 +192,17 @@ def bench(fn, warmup, rep):
     return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
 
 
+def sdpa_fn(backend, q, k, v, causal):
+    """A no-argument call of torch SDPA forced onto one backend (``torch.nn.attention.SDPBackend``), to time."""
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+
+    def fn():
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return fn
+
+
 def time_fns(row, fns, fl, warmup, rep, suffix=""):
     """Time each of ``fns`` into ``row`` (NAME_ms, NAME_tflops, or NAME_error), then gluon{suffix}_vs_BASE =
     BASE's time / Gluon's for cuDNN, SDPA-flash and Triton (> 1: Gluon faster)."""
@@ -211,7 +222,7 @@ def time_fns(row, fns, fl, warmup, rep, suffix=""):
 def time_row(g, flash_forward, dtype, d, causal, N, warmup, rep, ablation):
     import torch
     import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     B, H = 16384 // N, 2048 // d
     torch.manual_seed(N + d)
     q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=dtype) for _ in range(3))
@@ -226,13 +237,8 @@ def time_row(g, flash_forward, dtype, d, causal, N, warmup, rep, ablation):
     row["correct"] = bool(row["err"] <= 2 * row["err_torch"] + 1e-6)
     del ref, o_t
 
-    def sdpa(backend):
-        def fn():
-            with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        return fn
-
-    fns = {"cudnn": sdpa(SDPBackend.CUDNN_ATTENTION), "flash": sdpa(SDPBackend.FLASH_ATTENTION),
+    fns = {"cudnn": sdpa_fn(SDPBackend.CUDNN_ATTENTION, q, k, v, causal),
+           "flash": sdpa_fn(SDPBackend.FLASH_ATTENTION, q, k, v, causal),
            "gluon": lambda: g.gluon_forward(q, k, v, causal=causal)}
     if flash_forward is not None:
         fns["triton"] = lambda: flash_forward(q, k, v, causal=causal)
@@ -490,15 +496,8 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
     del oref
     fl_fwd = flops(B, H, N, d, causal)
 
-    def sdpa_fwd(backend):
-        import torch.nn.functional as F
-        from torch.nn.attention import sdpa_kernel
-
-        def fn():
-            with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        return fn
-    fwd_fns = {"cudnn_fwd": sdpa_fwd(SDPBackend.CUDNN_ATTENTION), "flash_fwd": sdpa_fwd(SDPBackend.FLASH_ATTENTION),
+    fwd_fns = {"cudnn_fwd": sdpa_fn(SDPBackend.CUDNN_ATTENTION, q, k, v, causal),
+               "flash_fwd": sdpa_fn(SDPBackend.FLASH_ATTENTION, q, k, v, causal),
                "gluon_fwd": lambda: g.gluon_forward(q, k, v, causal=causal)}
     time_fns(row, fwd_fns, fl_fwd, warmup, rep, suffix="_fwd")
 
