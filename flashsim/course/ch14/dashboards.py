@@ -34,13 +34,13 @@ from flashsim.course.kit.results import load_result, recorded_names, result_sour
 from flashsim.errors import FlashsimError
 from flashsim.model.attention.reference import reference_attention
 from flashsim.model.attention.visibility import n_blocks, visible_col_blocks
-from flashsim.model.kernel_io import kernel_io
+from flashsim.model.kernel_io import kernel_dram, kernel_io
 from flashsim.model.table import Table
 
 __all__ = ["GluonSpeedDashboard", "GLUON_KERNELS", "GLUON_KERNEL_LABELS", "load_gluon", "gluon_rows",
            "gluon_speed_table", "gluon_summary", "gluon_summary_table", "pingpong_ablation",
            "pingpong_ablation_table", "feature_table", "warp_roles_table", "ring_protocol_table",
-           "persistent_tile_order", "warp_schedule", "gluon_io", "gluon_io_table", "measure_here",
+           "persistent_tile_order", "warp_schedule", "gluon_io", "gluon_io_table", "gluon_dram_model", "measure_here",
            # part 1 (moved here from chapter 12)
            "TUNING_KERNELS", "TUNING_KERNEL_LABELS", "config_label", "load_tuning", "tuned_configs", "tuning_summary",
            "tuning_table", "wide_sweep_summary", "pipelining_table", "warp_specialization_table", "pingpong_summary",
@@ -814,3 +814,16 @@ def _reference(q, k, v, causal):
     o = reference_attention(q.double().cpu().numpy(), k.double().cpu().numpy(), v.double().cpu().numpy(),
                             causal=causal)
     return torch.from_numpy(o).to(q.device)
+
+
+def gluon_dram_model(n: int = 4096, d: int = 128, tokens: int = 16384, width: int = 2048) -> dict:
+    """The L2 model's DRAM bytes for the Gluon kernels' IO comparison with ncu (chapter 14), at B·N = ``tokens``
+    and H·d = ``width``: the forward as the Triton launch order at the Gluon kernel's 128 × 128 tiles; the
+    backward as the Triton dK/dV pass at 64 × 128 plus the fp32 dQ buffer, read once (its zeros) and written back
+    once (its reduce-adds stay in the L2). {"fwd_read_bytes", "bwd_read_bytes", "bwd_write_bytes"}."""
+    batch, heads = tokens // n, width // d
+    fwd = kernel_dram("flash_fwd", n, d, 128, 128, batch=batch, heads=heads)["total"]
+    bwd = kernel_dram("flash_bwd", n, d, 64, 128, batch=batch, heads=heads)["_bwd_dkdv"]
+    dq_buffer_bytes = 4 * tokens * width                    # fp32 dQ, (B, H, N, d)
+    return {"fwd_read_bytes": fwd.dram_read_bytes, "bwd_read_bytes": bwd.dram_read_bytes + dq_buffer_bytes,
+            "bwd_write_bytes": bwd.dram_write_bytes + dq_buffer_bytes}
