@@ -257,3 +257,38 @@ def _differing_pixels(a: bytes, b: bytes) -> float:
     pa, pb = (np.asarray(Image.open(io.BytesIO(x)).convert("RGB")).astype(int) for x in (a, b))
     assert pa.shape == pb.shape
     return float((np.abs(pa - pb).sum(-1) > 30).mean())
+
+
+def test_memo_prefetch_follows_the_newest_request_and_never_computes_a_key_twice(monkeypatch):
+    """Issue 12's caveat (chapter 10): two quick moves used to leave the thread on the first move's neighbours,
+    and a move onto the key the thread was computing computed it a second time beside it."""
+    import threading
+    import time
+
+    from flashsim.course.kit import dashboard as dash_mod
+    monkeypatch.setattr(dash_mod, "QUIET_S", 0.0)
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    def slow(x):
+        calls.append((x, threading.current_thread() is threading.main_thread()))
+        if x == 1:
+            started.set()
+            release.wait(5)
+        return x * 10
+
+    memo = dash_mod.Memo(slow)
+    memo.prefetch([(1,), (2,), (3,)])
+    assert started.wait(5)                       # the thread is computing 1
+    memo.prefetch([(7,), (8,)])                  # the controls moved on: 2 and 3 are dropped
+    waiter = threading.Thread(target=lambda: calls.append(("fg", memo(1))))
+    waiter.start()
+    time.sleep(0.2)
+    assert waiter.is_alive()                     # waits for the thread's result instead of computing 1 again
+    release.set()
+    waiter.join(5)
+    memo.wait(5)
+    assert ("fg", 10) in calls and [c for c in calls if c[0] == 1] == [(1, False)]
+    assert set(memo.cache) == {(1,), (7,), (8,)}
+    memo.prefetch([(9,)])                        # a finished thread starts again
+    memo.wait(5)
+    assert memo.cache[(9,)] == 90
