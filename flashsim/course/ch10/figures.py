@@ -107,7 +107,10 @@ class BlockCachePlot(LivePlot):
         on = current is not None and current["block_r"] == sweep["block_r"] and current["time_s"] is not None
         self._marker.set_data([current["block_c"]] if on else [], [current["time_s"] * 1e3] if on else [])
         self._block_r.set_text(f"(block_r = {sweep['block_r']})")
-        self._title.set_text("\n".join(textwrap.wrap(title, 100)))
+        # always two lines (a blank one above a short title): the layout, computed at the first drawing, then
+        # fits every title, however long this machine's cache names and times make it
+        lines = textwrap.wrap(title, 100)
+        self._title.set_text("\n".join([""] * (2 - len(lines)) + lines))
 
     @staticmethod
     def _frame(sweep, caches) -> tuple:
