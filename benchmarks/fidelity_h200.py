@@ -47,21 +47,41 @@ from concurrent.futures import ProcessPoolExecutor
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 
+if "--writeback-child" in sys.argv:   # the write-back measurement's own kernels, in its child process on the GPU
+    from flashsim.kernels import select_backend
+    select_backend()                    # before triton is imported (flashsim.kernels.runtime)
+    import triton
+    import triton.language as tl
+else:                                   # the rest of the script needs no triton
+    triton = None
+
 KERNELS = ("naive", "tiled_matmul", "online_softmax", "flash_fwd", "flash_bwd")
 #: one ncu run (one child process: one python + CUDA start) per batch
 BATCHES = (("naive", "tiled_matmul", "online_softmax"), ("flash_fwd", "flash_bwd"))
 MIB = 1 << 20
 #: the L2 model's settings before the current ones (kernel_dram keyword arguments), recorded next to them
-PREVIOUS_MODEL = {"l2_fraction": 0.45, "protected_fraction": 0.7}
+PREVIOUS_MODEL = {"l2_fraction": 0.48, "protected_fraction": 0.6, "tile_costs": (1.0, 1.0, 1.0)}
 #: the tag of the configurations first measured in the newest run (none of them used to choose the L2 model)
-NEWEST_TAG = "new3"
+NEWEST_TAG = "new4"
 #: DRAM criterion (issue 13): within 5 %, or within 2 MiB where a launch moves less than 40 MiB
 DRAM_REL, DRAM_ABS_BYTES, DRAM_SMALL_BYTES = 0.05, 2 * MIB, 40 * MIB
+
+#: the write-back measurement (``measure_writeback``): a read-only flush kernel of FLUSH_BYTES after each launch
+FLUSH_KERNEL, PROBE_KERNEL = "_l2_flush_kernel", "_write_probe_kernel"
+FLUSH_BYTES = 256 * MIB          # > 4x the H200's 60 MiB L2
+FLUSH_BLOCK = 4096               # int32 per flush program (16 KiB)
+#: the verification before the sweep: a kernel writing X MiB must show X MiB of writes in window + flush
+PROBE_WRITE_MIB = (8, 24, 48, 96)
+#: what the probe allows: the first run (2026-12-02_4, call 1) found window + flush within 0.1-0.7 MiB of the bytes
+#: written with a flush of 256 MiB (0.2-1.2 MiB with 1 GiB), and a flush after a flush writing 0.05-0.5 MiB itself
+PROBE_TOLERANCE_BYTES = 1 * MIB
 
 # (batch, heads, n, d, causal, block_m, block_n, set). set "fit": in the 2026-11-29 sweep the L2 model's settings
 # were chosen on; "held_out": first measured 2026-11-30, after they were frozen; "new": first measured 2026-12-02;
 # "new2": first measured after the L1 sector rules and the write-back L2 model were chosen (on the others);
-# "new3": first measured after the L2 model's capacity and protected share were chosen again (on "fit" alone).
+# "new3": first measured after the L2 model's capacity and protected share were chosen again (on "fit" alone);
+# "new4": chosen before the run that first measured them (2026-12-02_4), after the write-back measurement and the
+# L2 model's tile costs were chosen (on "fit" alone).
 # online_softmax and tiled_matmul ignore batch and heads (d = the inner dim of tiled_matmul; 1 for softmax).
 CONFIGS = {
     "naive": [
@@ -84,6 +104,10 @@ CONFIGS = {
         (2, 2, 2500, 128, True, 64, 64, "new3"),
         (1, 12, 1024, 96, False, 32, 64, "new3"),
         (1, 4, 1280, 64, False, 128, 64, "new3"),
+        (1, 8, 1792, 64, False, 64, 64, "new4"),
+        (2, 4, 1200, 128, True, 64, 64, "new4"),
+        (1, 6, 2304, 32, False, 32, 64, "new4"),
+        (1, 4, 3500, 64, False, 64, 128, "new4"),
     ],
     "tiled_matmul": [
         (1, 1, 4096, 64, False, 64, 64, "fit"),
@@ -105,6 +129,10 @@ CONFIGS = {
         (1, 1, 6144, 128, True, 64, 64, "new3"),
         (1, 1, 2500, 96, False, 64, 32, "new3"),
         (1, 1, 4096, 256, False, 128, 64, "new3"),
+        (1, 1, 3584, 64, False, 64, 64, "new4"),
+        (1, 1, 7000, 128, True, 64, 64, "new4"),
+        (1, 1, 1800, 192, False, 128, 64, "new4"),
+        (1, 1, 4608, 32, False, 64, 32, "new4"),
     ],
     "online_softmax": [
         (1, 1, 4096, 1, False, 64, 64, "fit"),
@@ -127,6 +155,10 @@ CONFIGS = {
         (1, 1, 5120, 1, False, 32, 64, "new3"),
         (1, 1, 2500, 1, False, 64, 128, "new3"),
         (1, 1, 9000, 1, False, 128, 64, "new3"),
+        (1, 1, 3584, 1, False, 64, 64, "new4"),
+        (1, 1, 6144, 1, True, 64, 128, "new4"),
+        (1, 1, 1800, 1, False, 32, 64, "new4"),
+        (1, 1, 11000, 1, False, 64, 64, "new4"),
     ],
     "flash_fwd": [
         (1, 16, 1024, 64, False, 128, 64, "fit"),
@@ -149,6 +181,10 @@ CONFIGS = {
         (2, 8, 6000, 96, True, 64, 64, "new3"),
         (8, 4, 3072, 80, False, 128, 64, "new3"),
         (1, 16, 8192, 128, True, 128, 128, "new3"),
+        (2, 8, 3584, 64, False, 128, 64, "new4"),
+        (1, 16, 2304, 128, True, 128, 64, "new4"),
+        (4, 4, 5000, 96, False, 64, 64, "new4"),
+        (1, 8, 10240, 64, True, 128, 128, "new4"),
     ],
     "flash_bwd": [
         (1, 16, 1024, 64, False, 64, 64, "fit"),
@@ -170,8 +206,31 @@ CONFIGS = {
         (4, 8, 3072, 64, False, 64, 64, "new3"),
         (2, 16, 1536, 128, False, 64, 64, "new3"),
         (4, 8, 2500, 64, True, 32, 32, "new3"),
+        (2, 8, 2560, 64, False, 64, 64, "new4"),
+        (1, 16, 3584, 128, True, 64, 64, "new4"),
+        (2, 4, 5000, 96, False, 32, 64, "new4"),
+        (1, 4, 8192, 64, False, 64, 64, "new4"),
     ],
 }
+
+
+if triton is not None:
+    @triton.jit
+    def _l2_flush_kernel(src, sink, n_elem, BLOCK: tl.constexpr):
+        """Reads ``BLOCK`` int32 of ``src`` per program (BLOCK x 4 bytes loaded); stores nothing (``src`` is
+        zeros, and the store's mask asks for a sum it never has)."""
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(src + offs, mask=offs < n_elem, other=0)       # BLOCK x 4 bytes
+        total = tl.sum(x, axis=0)
+        tl.store(sink + pid, total, mask=total == 123456789)       # 0 bytes: never true
+
+    @triton.jit
+    def _write_probe_kernel(dst, n_elem, BLOCK: tl.constexpr):
+        """Writes ``BLOCK`` int32 ones per program (BLOCK x 4 bytes stored), reads nothing."""
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        tl.store(dst + offs, tl.full([BLOCK], 1, tl.int32), mask=offs < n_elem)   # BLOCK x 4 bytes
 
 
 def configs(kernels=KERNELS) -> list[dict]:
@@ -209,8 +268,11 @@ def predict(cfg: dict) -> dict:
                             "l1_store_bytes": L.l1_store_bytes,
                             "dram_read_bytes": dram[L.name].dram_read_bytes,
                             "dram_write_bytes": dram[L.name].dram_write_bytes,
+                            "dram_write_flushed_bytes": dram[L.name].dram_write_bytes + dram[L.name].dirty_end_bytes,
                             "alt_dram_read_bytes": alt[L.name].dram_read_bytes,
-                            "alt_dram_write_bytes": alt[L.name].dram_write_bytes}
+                            "alt_dram_write_bytes": alt[L.name].dram_write_bytes,
+                            "alt_dram_write_flushed_bytes": alt[L.name].dram_write_bytes
+                            + alt[L.name].dirty_end_bytes}
     return {"launches": launches, "load_bytes": io.load_bytes, "store_bytes": io.store_bytes,
             "l1_load_bytes": io.l1_load_bytes, "l1_store_bytes": io.l1_store_bytes,
             "l2_model": {"l2_fraction": L2_SHARED_FRACTION, "protected_fraction": L2_PROTECTED_FRACTION,
@@ -243,17 +305,34 @@ def dram_ok(sim: float, meas: float, moved: float) -> bool:
     return diff <= DRAM_REL * meas or (moved < DRAM_SMALL_BYTES and diff <= DRAM_ABS_BYTES)
 
 
-def compare(cfg: dict, pred: dict, measured: dict | None) -> dict:
+def compare(cfg: dict, pred: dict, measured: dict | None, writeback: dict | None = None) -> dict:
     """One row per launch: ncu's requested bytes equal to the kernel view's L1 bytes (and to its element bytes)?
-    DRAM within the criterion (the L2 model, and the previous model)?"""
+    DRAM within the criterion (the L2 model, and the previous model), in ncu's window of the kernel alone
+    (``measured``: the L2 model with dirty lines left in the L2 at the end not counted) and with the write-back
+    of its dirty lines (``writeback``, from :func:`measure_writeback`: against the L2 model's
+    ``flush_writes=True``, every dirty byte written once)?"""
     rows = []
     by_name = {L["kernel"]: L for L in (measured or {}).get("launches", [])}
+    wb_by_name = {L["kernel"]: L for L in (writeback or {}).get("launches", [])}
     for name, p in pred["launches"].items():
         m = by_name.get(name)
         row = {"launch": name, "sim_load_bytes": p["load_bytes"], "sim_store_bytes": p["store_bytes"],
                "sim_l1_load_bytes": p["l1_load_bytes"], "sim_l1_store_bytes": p["l1_store_bytes"],
                "sim_dram_read_bytes": p["dram_read_bytes"], "sim_dram_write_bytes": p["dram_write_bytes"],
+               "sim_dram_write_flushed_bytes": p.get("dram_write_flushed_bytes"),
                "alt_dram_read_bytes": p["alt_dram_read_bytes"], "alt_dram_write_bytes": p["alt_dram_write_bytes"]}
+        w = wb_by_name.get(name)
+        if w is not None and p.get("dram_write_flushed_bytes") is not None:
+            moved = w["total_read_bytes"] + w["total_write_bytes"]
+            row.update(wb_window_read_bytes=int(w["window_read_bytes"]),
+                       wb_window_write_bytes=int(w["window_write_bytes"]),
+                       wb_residue_write_bytes=int(w["residue_write_bytes"]),
+                       wb_residue_read_bytes=int(w["residue_read_bytes"]),
+                       wb_total_read_bytes=int(w["total_read_bytes"]), wb_total_write_bytes=int(w["total_write_bytes"]))
+            row["wb_read_ok"] = dram_ok(p["dram_read_bytes"], w["total_read_bytes"], moved)
+            row["wb_write_ok"] = dram_ok(p["dram_write_flushed_bytes"], w["total_write_bytes"], moved)
+            row["wb_ok"] = row["wb_read_ok"] and row["wb_write_ok"]
+            row["wb_write_eq_store"] = dram_ok(p["store_bytes"], w["total_write_bytes"], moved)
         if m is not None:
             moved = m["dram_read_bytes"] + m["dram_write_bytes"]
             row.update(meas_load_bytes=int(m["global_load_bytes"]), meas_store_bytes=int(m["global_store_bytes"]),
@@ -274,12 +353,204 @@ def compare(cfg: dict, pred: dict, measured: dict | None) -> dict:
     return {"config": cfg, "launches": rows}
 
 
+# --- the write-back measurement: each launch, then a flush that writes its dirty lines back --------------------
+
+def _set_hooks(enter, exit_) -> None:
+    """Triton's launch-enter and launch-exit hooks (None = remove): a HookChain in newer Triton, one callable in
+    older."""
+    rt = triton.knobs.runtime
+    for attr, fn in (("launch_enter_hook", enter), ("launch_exit_hook", exit_)):
+        chain = getattr(rt, attr)
+        if hasattr(chain, "add"):
+            if fn is None:
+                for f in list(getattr(chain, "calls", [])):
+                    chain.remove(f)
+            else:
+                chain.add(fn)
+        else:
+            setattr(rt, attr, fn)
+
+
+def writeback_child(spec_path: str) -> None:
+    """The process ``measure_writeback`` profiles (``--writeback-child SPEC``), with the profiler off except
+    around each measured call: flush, flush, then the call, each of its Triton launches between two flushes
+    (launch-enter and launch-exit hooks: the first writes back what ran unprofiled before the launch, such as an
+    output's NaN fill, the second the launch's own dirty lines). ``spec["probe"]``: first, the verification
+    steps [["flush"|"write", bytes], ...]. Writes ``spec["log"]``: per config the launches hooked (to split ncu's
+    rows) and any error."""
+    import torch
+
+    from flashsim.measure.runners import kernel_runner
+    with open(spec_path) as f:
+        spec = json.load(f)
+    flush_bytes = int(spec.get("flush_bytes", FLUSH_BYTES))
+    sizes = {flush_bytes} | {int(b) for kind, b in spec.get("probe") or [] if kind == "flush"}
+    bufs = {b: torch.zeros(b // 4, dtype=torch.int32, device="cuda") for b in sizes}
+    sink = torch.zeros(max(sizes) // 4 // FLUSH_BLOCK + 1, dtype=torch.int32, device="cuda")
+    state = {"on": False, "busy": False, "count": 0}
+
+    def flush(nbytes=flush_bytes):
+        buf = bufs[nbytes]
+        _l2_flush_kernel[(triton.cdiv(buf.numel(), FLUSH_BLOCK),)](buf, sink, buf.numel(), BLOCK=FLUSH_BLOCK)
+
+    def write(nbytes):
+        dst = torch.empty(nbytes // 4, dtype=torch.int32, device="cuda")
+        _write_probe_kernel[(triton.cdiv(dst.numel(), FLUSH_BLOCK),)](dst, dst.numel(), BLOCK=FLUSH_BLOCK)
+        return dst
+
+    def hook(count):
+        def fn(*args, **kwargs):
+            if state["on"] and not state["busy"]:
+                state["busy"] = True
+                try:
+                    flush()
+                    state["count"] += count
+                finally:
+                    state["busy"] = False
+        return fn
+
+    for b in sizes:            # compile both kernels, and warm the buffers, before anything is profiled
+        flush(b)
+    keep = write(1 << 20)
+    torch.cuda.synchronize()
+    _set_hooks(hook(0), hook(1))
+    log = {"configs": []}
+    if spec.get("probe"):
+        keep = []
+        torch.cuda.profiler.start()
+        for kind, nbytes in spec["probe"]:
+            if kind == "flush":
+                flush(int(nbytes))
+            else:
+                keep.append(write(int(nbytes)))
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+    for i, cfg in enumerate(spec.get("configs", [])):
+        entry = {"i": i, "started": False, "count": 0}
+        fn = None
+        try:
+            fn = kernel_runner(**cfg)
+            fn()                   # compiles; not profiled
+            torch.cuda.synchronize()
+            torch.cuda.profiler.start()
+            entry["started"] = True
+            flush()
+            flush()
+            state["count"] = 0
+            state["on"] = True
+            fn()
+            state["on"] = False
+            torch.cuda.synchronize()
+        except Exception:
+            entry["error"] = traceback.format_exc()[-1500:]
+        finally:
+            state["on"] = False
+            entry["count"] = state["count"]
+            if entry["started"]:
+                torch.cuda.profiler.stop()
+        log["configs"].append(entry)
+        del fn
+        torch.cuda.empty_cache()
+    with open(spec["log"], "w") as f:
+        json.dump(log, f)
+
+
+def _writeback_ncu(spec: dict, names, timeout: float) -> tuple:
+    """Run writeback_child on ``spec`` under ncu: (ncu's launch records, the passes per launch, the child's log)."""
+    import tempfile
+
+    from flashsim.measure.ncu import ncu_launch_sequence
+    tmp = tempfile.mkdtemp(prefix="fid_wb_")
+    spec = dict(spec, log=os.path.join(tmp, "log.json"))
+    path = os.path.join(tmp, "spec.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [HERE, env.get("PYTHONPATH", "")] if p)
+    regex = "^(" + "|".join(sorted(set(names) | {FLUSH_KERNEL, PROBE_KERNEL})) + ")$"
+    got = ncu_launch_sequence([sys.executable, os.path.abspath(__file__), "--writeback-child", path], regex,
+                              timeout=timeout, env=env)
+    with open(spec["log"]) as f:
+        log = json.load(f)
+    return got["launches"], got["passes"], log
+
+
+def probe_writeback(flush_sizes=(FLUSH_BYTES, 4 * FLUSH_BYTES), timeout: float = 120.0) -> dict:
+    """Verify the method on the device: a kernel writing X MiB (PROBE_WRITE_MIB, 8 to 96 MiB, below and above the
+    L2) must show X MiB in its window plus the flush after it; a flush after a flush must write nothing; per
+    flush size. Returns the steps with ncu's bytes, the per-size worst error and ``chosen``: the smallest flush
+    size whose worst error and own writes are within PROBE_TOLERANCE_BYTES (else the largest)."""
+    steps = []
+    for fb in flush_sizes:
+        steps += [["flush", fb], ["flush", fb]]
+        for x in PROBE_WRITE_MIB:
+            steps += [["write", x * MIB], ["flush", fb], ["flush", fb]]
+    launches, passes, _ = _writeback_ncu({"probe": steps, "flush_bytes": max(flush_sizes)}, [], timeout)
+    if len(launches) != len(steps):
+        raise RuntimeError(f"probe: {len(steps)} steps, {len(launches)} launches profiled")
+    rows = [dict(step=s[0], bytes=s[1], kernel=L["kernel"], dram_read_bytes=L["dram_read_bytes"],
+                 dram_write_bytes=L["dram_write_bytes"]) for s, L in zip(steps, launches)]
+    per_size, pos = {}, 0
+    for fb in flush_sizes:
+        chunk = rows[pos:pos + 2 + 3 * len(PROBE_WRITE_MIB)]
+        pos += len(chunk)
+        cases = []
+        for t in range(len(PROBE_WRITE_MIB)):
+            w, f1, f2 = chunk[2 + 3 * t: 5 + 3 * t]
+            total = w["dram_write_bytes"] + f1["dram_write_bytes"] - f2["dram_write_bytes"]
+            cases.append({"write_bytes": w["bytes"], "window_write_bytes": w["dram_write_bytes"],
+                          "residue_write_bytes": f1["dram_write_bytes"], "flush_after_flush_write_bytes":
+                          f2["dram_write_bytes"], "total_write_bytes": total, "error_bytes": total - w["bytes"],
+                          "flush_read_bytes": f1["dram_read_bytes"], "flush_after_flush_read_bytes":
+                          f2["dram_read_bytes"]})
+        per_size[str(fb)] = {"cases": cases, "worst_error_bytes": max(abs(c["error_bytes"]) for c in cases),
+                             "flush_after_flush_write_bytes": max(c["flush_after_flush_write_bytes"] for c in cases)}
+    ok = [fb for fb in flush_sizes if per_size[str(fb)]["worst_error_bytes"] <= PROBE_TOLERANCE_BYTES
+          and per_size[str(fb)]["flush_after_flush_write_bytes"] <= PROBE_TOLERANCE_BYTES]
+    return {"rows": rows, "passes": passes, "per_flush_size": per_size,
+            "chosen": min(ok) if ok else max(flush_sizes), "verified": bool(ok)}
+
+
+def measure_writeback(cfgs: list[dict], flush_bytes: int = FLUSH_BYTES, timeout: float = 300.0) -> list:
+    """Per config (None where it failed): ``writeback_totals`` of its launches (window, residue, total bytes) and
+    the flush's own bytes, from one ncu run of all of them (``--cache-control none``, two DRAM counters)."""
+    from flashsim.measure.ncu import writeback_totals
+    from flashsim.measure.runners import KERNEL_FUNCTIONS
+    names = {n for c in cfgs for n in KERNEL_FUNCTIONS[c["kernel"]]}
+    launches, passes, log = _writeback_ncu({"configs": [_runner_args(c) for c in cfgs], "flush_bytes": flush_bytes},
+                                           names, timeout)
+    chunks, pos = [], 0
+    for c, entry in zip(cfgs, log["configs"]):
+        n_rows = (2 if entry["started"] else 0) + 3 * entry["count"]
+        chunks.append(launches[pos:pos + n_rows])
+        pos += n_rows
+    # the flush's own writes (a flush after a flush: 0.05-1 MiB, 2026-12-02_4) vary from range to range: subtract
+    # their median over the run rather than one sample
+    baselines = sorted(got[1]["dram_write_bytes"] for got in chunks if len(got) >= 2)
+    median = baselines[len(baselines) // 2] if baselines else 0.0
+    out = []
+    for c, entry, got in zip(cfgs, log["configs"], chunks):
+        expect = KERNEL_FUNCTIONS[c["kernel"]]
+        if entry.get("error") or [L["kernel"] for L in got[3::3]] != expect:
+            out.append({"error": entry.get("error") or f"launches {[L['kernel'] for L in got]}, expected {expect}"})
+            continue
+        res = writeback_totals(got, FLUSH_KERNEL, baseline_write_bytes=median)
+        res["flush_bytes"] = flush_bytes
+        res["passes"] = sorted(set(passes)) if passes else None
+        out.append(res)
+    return out
+
+
 # --- the run -------------------------------------------------------------------------------------------------------
 
-def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 280.0, workers: int = 8) -> dict:
+def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 280.0, workers: int = 8,
+        window: bool = True, writeback: bool = True, sets=None) -> dict:
+    """Measure ``kernels`` (configurations of ``sets``; None = all) with ncu: ``window`` = each kernel alone,
+    caches flushed (ncu's per-kernel window, all counters); ``writeback`` = the verification of the write-back
+    method (``probe_writeback``), then each launch followed by a flush (``measure_writeback``)."""
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.time()
-    cfgs = configs(kernels)
+    cfgs = [c for c in configs(kernels) if sets is None or c["set"] in sets]
     command = "PYTHONPATH=$PWD python benchmarks/fidelity_h200.py " + " ".join(sys.argv[1:])
     result = {"info": _run_info(command, dry_run), "criteria": {
         "requested": "kernel view L1 load/store bytes (32-byte sectors per warp instruction) == ncu "
@@ -290,6 +561,41 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(predict, c) for c in cfgs]
         measured = [None] * len(cfgs)
+        wb = [None] * len(cfgs)      # the write-back measurement first: the criterion is judged on it
+        if writeback and not dry_run:
+            t0 = time.time()
+            try:
+                result["writeback_probe"] = probe_writeback(timeout=max(30.0, min(150.0, budget_s - (t0 - t_start))))
+                flush_bytes = result["writeback_probe"]["chosen"]
+            except Exception:
+                result.setdefault("errors", {})["writeback_probe"] = traceback.format_exc()[-3000:]
+                flush_bytes = 4 * FLUSH_BYTES
+            print(f"[{time.time() - t_start:6.1f}s] write-back probe in {time.time() - t0:.0f}s: flush "
+                  f"{flush_bytes / MIB:.0f} MiB", flush=True)
+            result["writeback_flush_bytes"] = flush_bytes
+            def profile_writeback(batch) -> bool:
+                idx = [i for i, c in enumerate(cfgs) if c["kernel"] in batch]
+                left = budget_s - (time.time() - t_start)
+                if not idx or left < 20:
+                    if idx:
+                        result.setdefault("skipped", []).append(f"write-back {'+'.join(batch)}: budget spent")
+                    return True
+                t0 = time.time()
+                try:
+                    for i, g in zip(idx, measure_writeback([cfgs[i] for i in idx], flush_bytes, timeout=left)):
+                        wb[i] = g
+                    return True
+                except Exception:
+                    result.setdefault("errors", {})["writeback " + "+".join(batch)] = traceback.format_exc()[-3000:]
+                    return False
+                finally:
+                    print(f"[{time.time() - t_start:6.1f}s] write-back {'+'.join(batch)}: {len(idx)} configs in "
+                          f"{time.time() - t0:.0f}s", flush=True)
+
+            for batch in _batches(kernels):
+                if not profile_writeback(batch) and len(batch) > 1:
+                    for k in batch:  # one bad config loses only its kernel
+                        profile_writeback((k,))
         if not dry_run:
             from flashsim.measure import ncu_profile_batch
 
@@ -312,19 +618,20 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
                     measured[i] = g
                 return True
 
-            for batch in _batches(kernels):
+            for batch in (_batches(kernels) if window else []):
                 if not profile(batch) and len(batch) > 1:
                     for k in batch:  # one bad config loses only its kernel
                         profile((k,))
-        for c, f, m in zip(cfgs, futures, measured):
+        for c, f, m, w in zip(cfgs, futures, measured, wb):
             try:
                 pred = f.result(timeout=600)
             except Exception:
                 result["rows"].append({"config": c, "error": traceback.format_exc()[-2000:]})
                 continue
-            row = compare(c, pred, m)
+            row = compare(c, pred, m, w if w and "launches" in w else None)
             row["predicted"] = pred
             row["measured"] = m
+            row["writeback"] = w
             result["rows"].append(row)
     result["summary"] = summarize(result)
     result["wall_seconds"] = round(time.time() - t_start, 1)
@@ -382,6 +689,14 @@ def summarize(result: dict) -> dict:
                   "launches_newest": len(newest), "dram_ok_newest": sum(L["dram_ok"] for L in newest),
                   "dram_total_ok": sum(L.get("dram_total_ok", False) for _, L in launches),
                   "alt_dram_ok": sum(L["alt_dram_ok"] for _, L in launches)}
+        wb = [(tag, L) for r in rows for tag, L in [(r["config"]["set"], L) for L in r["launches"]] if "wb_ok" in L]
+        out[k].update(wb_launches=len(wb), wb_read_ok=sum(L["wb_read_ok"] for _, L in wb),
+                      wb_write_ok=sum(L["wb_write_ok"] for _, L in wb), wb_ok=sum(L["wb_ok"] for _, L in wb),
+                      wb_launches_not_fit=sum(t != "fit" for t, _ in wb),
+                      wb_ok_not_fit=sum(L["wb_ok"] for t, L in wb if t != "fit"),
+                      wb_launches_newest=sum(t == NEWEST_TAG for t, _ in wb),
+                      wb_ok_newest=sum(L["wb_ok"] for t, L in wb if t == NEWEST_TAG),
+                      wb_write_eq_store=sum(L["wb_write_eq_store"] for _, L in wb))
     return out
 
 
@@ -404,6 +719,36 @@ def _summary_table(summary: dict) -> list:
     return lines
 
 
+def _writeback_table(summary: dict) -> list:
+    lines = ["| kernel | launches | DRAM read ok | DRAM write ok | DRAM ok | DRAM ok, not fit | "
+             f"DRAM ok, {NEWEST_TAG} | writes = stored bytes (same criterion) |", "|---|---|---|---|---|---|---|---|"]
+    for k, s in summary.items():
+        n = s.get("wb_launches", 0)
+        lines.append(f"| {k} | {n} | {s.get('wb_read_ok', 0)}/{n} | {s.get('wb_write_ok', 0)}/{n} | "
+                     f"{s.get('wb_ok', 0)}/{n} | {s.get('wb_ok_not_fit', 0)}/{s.get('wb_launches_not_fit', 0)} | "
+                     f"{s.get('wb_ok_newest', 0)}/{s.get('wb_launches_newest', 0)} | "
+                     f"{s.get('wb_write_eq_store', 0)}/{n} |")
+    return lines
+
+
+def _probe_lines(result: dict) -> list:
+    probe = result.get("writeback_probe")
+    if not probe:
+        return []
+    lines = ["", f"Verification of the write-back measurement (`probe_writeback`; chosen flush "
+             f"{result.get('writeback_flush_bytes', 0) / MIB:.0f} MiB, verified {probe.get('verified')}): a kernel "
+             "writing X MiB, then a read-only flush, then a flush after the flush (its own writes, subtracted). MiB.",
+             "", "| flush | X written | window writes | flush writes | flush after flush writes | window + flush - "
+             "own | error | flush reads |", "|---|---|---|---|---|---|---|---|"]
+    for fb, v in probe["per_flush_size"].items():
+        for c in v["cases"]:
+            lines.append(f"| {int(fb) / MIB:.0f} | {_mb(c['write_bytes'])} | {_mb(c['window_write_bytes'])} | "
+                         f"{_mb(c['residue_write_bytes'])} | {_mb(c['flush_after_flush_write_bytes'])} | "
+                         f"{_mb(c['total_write_bytes'])} | {c['error_bytes'] / MIB:+.2f} | "
+                         f"{_mb(c['flush_read_bytes'])} |")
+    return lines
+
+
 def _launch(result: dict, cfg: dict, name: str) -> dict:
     for r in result["rows"]:
         if r.get("config") == cfg:
@@ -422,6 +767,17 @@ def write_markdown(result: dict, path: str) -> None:
              f"- criteria: requested: {result['criteria']['requested']}; DRAM: {result['criteria']['dram']}",
              f"- estimated device time {result['estimated_device_seconds']} s; wall {result.get('wall_seconds')} s",
              ""]
+    lines += ["## With the write-back of each launch's dirty lines (the criterion is judged on this)", "",
+              "Each launch between two read-only flush kernels, in one ncu run with the caches left alone "
+              "(`--cache-control none`, the two DRAM counters: one pass): reads = the launch's own; writes = its "
+              "own + what the flush after it writes back (less the flush's own writes); against the L2 model "
+              "with `flush_writes=True` (every dirty byte written once). The last column: the same criterion "
+              "against the stored bytes of the kernel view (every output byte once).", ""]
+    lines += _writeback_table(result.get("summary", {}))
+    lines += _probe_lines(result)
+    lines += ["", "## In ncu's window of each kernel alone (caches flushed before it; dirty lines left in the L2 at "
+              "its end not counted)", "",
+              "Against the L2 model with `flush_writes=False`.", ""]
     lines += _summary_table(result.get("summary", {}))
     rec = result.get("recompared")
     if rec:
@@ -441,13 +797,17 @@ def write_markdown(result: dict, path: str) -> None:
     lines += ["", "MiB. req = the kernel view's L1 bytes / ncu (load+store), elem = its element bytes; L2←SM = ncu "
               "bytes the L2 received from the SMs; DRAM r/w = L2 model / ncu; prev = the previous L2 model's settings "
               f"({', '.join(f'{k}={v}' for k, v in PREVIOUS_MODEL.items())}).", "",
+              "wb = the write-back measurement: read sim / meas, write = L2 model flushed / (window + flush "
+              "residue); stored = the kernel view's store bytes.", "",
               "| kernel | set | B×H | N | d | causal | blocks | launch | req L1 view / meas | elem | equal | L2←SM | "
-              "DRAM read sim / meas | DRAM write sim / meas | prev read / write | ok | prev ok |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "DRAM read sim / meas | DRAM write sim / meas | prev read / write | ok | prev ok | "
+              "wb read sim / meas | wb write sim / win + res | stored | wb ok |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         c = r.get("config", {})
         if "launches" not in r:
-            lines.append(f"| {c.get('kernel')} | {c.get('set')} | | {c.get('n')} | | | | error | | | | | | | | | |")
+            lines.append(f"| {c.get('kernel')} | {c.get('set')} | | {c.get('n')} | | | | error | | | | | | | | | | "
+                         "| | | |")
             continue
         for L in r["launches"]:
             meas_req = (L["meas_load_bytes"] + L["meas_store_bytes"]) if "meas_load_bytes" in L else None
@@ -460,7 +820,9 @@ def write_markdown(result: dict, path: str) -> None:
                 f"{_mb(l2sm)} | {_mb(L['sim_dram_read_bytes'])} / {_mb(L.get('meas_dram_read_bytes'))} | "
                 f"{_mb(L['sim_dram_write_bytes'])} / {_mb(L.get('meas_dram_write_bytes'))} | "
                 f"{_mb(L['alt_dram_read_bytes'])} / {_mb(L['alt_dram_write_bytes'])} | {L.get('dram_ok', '—')} | "
-                f"{L.get('alt_dram_ok', '—')} |")
+                f"{L.get('alt_dram_ok', '—')} | {_mb(L['sim_dram_read_bytes'])} / {_mb(L.get('wb_total_read_bytes'))} | "
+                f"{_mb(L.get('sim_dram_write_flushed_bytes'))} / {_mb(L.get('wb_window_write_bytes'))} + "
+                f"{_mb(L.get('wb_residue_write_bytes'))} | {_mb(L['sim_store_bytes'])} | {L.get('wb_ok', '—')} |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -476,7 +838,14 @@ def main(argv=None) -> int:
     ap.add_argument("--recompare", help="a fidelity_h200.json whose measurements to compare with the current model "
                     "(no GPU); rewrites it and its markdown")
     ap.add_argument("--note", default="", help="with --recompare: one line saying what changed since the run")
+    ap.add_argument("--no-window", action="store_true", help="skip ncu's per-kernel window measurement")
+    ap.add_argument("--no-writeback", action="store_true", help="skip the write-back measurement")
+    ap.add_argument("--sets", default="", help="comma-separated configuration sets to measure (default: all)")
+    ap.add_argument("--writeback-child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.writeback_child:
+        writeback_child(a.writeback_child)
+        return 0
     if a.recompare:
         with open(a.recompare) as f:
             res = recompare(json.load(f), a.workers)
@@ -495,7 +864,8 @@ def main(argv=None) -> int:
     bad = [k for k in kernels if k not in KERNELS]
     if bad:
         ap.error(f"unknown kernels {bad}: use some of {list(KERNELS)}")
-    res = run(a.out, kernels, a.dry_run, a.budget_s, a.workers)
+    res = run(a.out, kernels, a.dry_run, a.budget_s, a.workers, window=not a.no_window,
+              writeback=not a.no_writeback, sets=set(a.sets.split(",")) if a.sets else None)
     print(json.dumps(res["summary"], indent=1))
     print(f"estimated device time {res['estimated_device_seconds']} s; wrote {a.out}/fidelity_h200.json and .md")
     return 0

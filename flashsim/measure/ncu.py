@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -93,19 +94,23 @@ def _launch_record(r: dict) -> dict:
     }
 
 
-def _ncu_rows(exe: str, argv: list, kernel_regex: str, metric_sets: list, timeout: float, env=None) -> list:
+def _ncu_rows(exe: str, argv: list, kernel_regex: str, metric_sets: list, timeout: float, env=None,
+              ncu_args=(), log: list | None = None) -> list:
     """Run ``argv`` under ncu, filtered to ``kernel_regex``: the parsed rows of the first metric set ncu answers.
 
     Each set is tried with ``--print-units base``, and the last one also without it (older ncu versions). Raises
     FlashsimError when ncu may not read the counters (ERR_NVGPUCTRPERM) or no set gives a row (with ncu's message).
+    ``ncu_args``: more ncu options (e.g. ``--cache-control none``); ``log``: ncu's stdout + stderr are appended.
     """
     last_err = ""
     tries = [(m, True) for m in metric_sets] + [(metric_sets[-1], False)]
     for metrics, units in tries:
-        cmd = [exe, "--csv", "--clock-control", "none", "--kernel-name", "regex:" + kernel_regex,
+        cmd = [exe, "--csv", "--clock-control", "none", *ncu_args, "--kernel-name", "regex:" + kernel_regex,
                "--metrics", ",".join(metrics)] + (["--print-units", "base"] if units else []) + list(argv)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         text = proc.stdout + "\n" + proc.stderr
+        if log is not None:
+            log.append(text)
         if "ERR_NVGPUCTRPERM" in text:
             raise FlashsimError("no permission to read GPU counters (ERR_NVGPUCTRPERM): run where GPU performance "
                                 "counters are enabled for your user (NVreg_RestrictProfilingToAdminUsers=0)")
@@ -170,6 +175,65 @@ def ncu_profile_batch(configs: list, ncu: str | None = None, timeout: float = 48
         out.append({"backend": "ncu", "config": c, "launches": launches,
                     "total": {k: sum(L[k] for L in launches) for k in keys}})
     return out
+
+
+#: the two DRAM counters: Nsight Compute collects them in one pass, so a launch runs once (no replay, and so no
+#: save and restore of memory that would disturb the L2 between launches)
+WRITEBACK_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum"]
+
+
+def ncu_launch_sequence(argv: list, kernel_regex: str, metrics=None, timeout: float = 480.0,
+                        ncu: str | None = None, env: dict | None = None) -> dict:
+    """Run ``argv`` under ncu with the caches left alone: every matching launch, in order, as it ran.
+
+    ``ncu --cache-control none --profile-from-start off``: only launches between cudaProfilerStart and
+    cudaProfilerStop are profiled, nothing is flushed between them, and with :data:`WRITEBACK_METRICS` (the
+    default ``metrics``) each runs once. So a launch's dirty lines still in the L2 when it ends are written back
+    during the next profiled launch and counted there (what :func:`writeback_totals` uses: a read-only flush kernel
+    before and after each measured launch). Returns {"launches": [records like :func:`ncu_profile_script`'s], "passes": [the
+    passes ncu reports per profiled launch]}. Raises FlashsimError like :func:`ncu_profile_script`.
+    """
+    exe = _find_ncu(ncu)
+    if exe is None:
+        raise FlashsimError("Nsight Compute (ncu) not found on PATH")
+    text: list = []
+    rows = _ncu_rows(exe, list(argv), kernel_regex, [list(metrics or WRITEBACK_METRICS)], timeout, env,
+                     ncu_args=("--cache-control", "none", "--profile-from-start", "off"), log=text)
+    passes = [int(m) for m in re.findall(r"- (\d+) pass(?:es)?", text[-1])] if text else []
+    return {"launches": [_launch_record(r) for r in rows], "passes": passes}
+
+
+def writeback_totals(launches: list, flush_kernel: str, baseline_write_bytes: float | None = None) -> dict:
+    """Pair each measured launch with the flushes around it (:func:`ncu_launch_sequence`'s records).
+
+    ``launches``: one profiled range, ``[F, F, (F, K, F)...]``: two flushes (the second, after a flush, measures
+    the flush's own DRAM bytes: the baseline), then per measured launch ``K`` a flush before it (which writes back
+    whatever ran unprofiled in between, e.g. an output buffer's fill, so K starts with a clean L2 as in ncu's own
+    per-kernel window) and one after it. Per K: ``window_*`` (its own counters), ``residue_write_bytes`` (the
+    flush after it writes K's dirty lines left in the L2, less the flush's own baseline writes:
+    ``baseline_write_bytes``, default this range's second flush), ``residue_read_bytes`` (that flush's reads
+    beyond the baseline's: a check that write-back costs no reads), ``pre_write_bytes`` (the flush before it) and
+    ``total_read_bytes`` = the window's, ``total_write_bytes`` = window + residue. Raises FlashsimError when the
+    launches are not in that order.
+    """
+    names = [L["kernel"] for L in launches]
+    if len(names) < 2 or names[:2] != [flush_kernel] * 2 or (len(names) - 2) % 3:
+        raise FlashsimError(f"writeback_totals: expected [flush, flush, (flush, kernel, flush)...], got {names}")
+    base = launches[1]
+    base_w = base["dram_write_bytes"] if baseline_write_bytes is None else baseline_write_bytes
+    out = []
+    for pre, k, f in zip(launches[2::3], launches[3::3], launches[4::3]):
+        if pre["kernel"] != flush_kernel or k["kernel"] == flush_kernel or f["kernel"] != flush_kernel:
+            raise FlashsimError(f"writeback_totals: expected [flush, flush, (flush, kernel, flush)...], got {names}")
+        res_w = f["dram_write_bytes"] - base_w
+        out.append({"kernel": k["kernel"], "window_read_bytes": k["dram_read_bytes"],
+                    "window_write_bytes": k["dram_write_bytes"], "residue_write_bytes": res_w,
+                    "residue_read_bytes": f["dram_read_bytes"] - base["dram_read_bytes"],
+                    "pre_write_bytes": pre["dram_write_bytes"], "total_read_bytes": k["dram_read_bytes"],
+                    "total_write_bytes": k["dram_write_bytes"] + res_w})
+    return {"baseline": {"dram_read_bytes": base["dram_read_bytes"], "dram_write_bytes": base["dram_write_bytes"],
+                         "subtracted_write_bytes": base_w, "first_flush_write_bytes": launches[0]["dram_write_bytes"]},
+            "launches": out}
 
 
 def ncu_profile(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",

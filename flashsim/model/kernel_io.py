@@ -606,11 +606,21 @@ L2_SHARED_FRACTION = 0.48
 #: writes; 2.5x those of the naive softmax, whose read-once S pushed out the P just written).
 L2_PROTECTED_FRACTION = 0.6
 
+#: L2 capacity per byte of a tile (several programs touch it, one program only reads it, one program writes it),
+#: relative to L2_SHARED_FRACTION of the L2. A line every SM reads is kept in both partitions; a line only one SM
+#: reads is copied into its near partition only when its home is the far one (half of them), so it costs about
+#: 0.75 of a shared line (the online softmax's second pass over X hits more than a cost of 1 allows). 0.7 was
+#: chosen from 0.625, 0.7, 0.75 and 1 on the launches benchmarks/fidelity_h200.py marks "fit" (reads of the
+#: write-back measurement within the criterion 38/39, 37/39 at 0.75 and 1; benchmarks/results/
+#: fidelity_h200_2026-12-02_4.md). Written tiles cost 1: the 26-28 MiB a write stream leaves dirty fit that.
+L2_TILE_COSTS = (1.0, 0.7, 1.0)
+
 
 def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
                 batch: int = 1, heads: int = 1, block_k: int = 32, hardware="h200",
                 programs_per_sm: int = PROGRAMS_PER_SM, l2_fraction: float = L2_SHARED_FRACTION,
-                flush_writes: bool = False, protected_fraction: float | None = L2_PROTECTED_FRACTION) -> dict:
+                flush_writes: bool = False, protected_fraction: float | None = L2_PROTECTED_FRACTION,
+                tile_costs: tuple = L2_TILE_COSTS) -> dict:
     """DRAM bytes of each launch predicted by the L2 model: {launch name: L2Result, ..., "total": L2Result}.
 
     Each launch is simulated from a cold L2 with :func:`flashsim.model.l2.simulate_l2`, ``num_sms × programs_per_sm``
@@ -618,15 +628,19 @@ def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal:
     plain LRU). The L2 is write-back: ``flush_writes=False`` (the default) counts the dirty tiles evicted to DRAM
     while the kernel runs, which is what Nsight Compute measures for one kernel: dirty lines still in L2 when it
     ends are written back later, outside its measurement. ``flush_writes=True`` charges every written byte to the
-    kernel (each write reaches DRAM once eventually).
+    kernel (each write reaches DRAM once eventually). Either way each result's ``dirty_end_bytes`` says how many
+    were still dirty at the end. ``tile_costs``: (shared, private, written), the L2 capacity per byte of a tile
+    several programs touch, one program only reads, one program writes (:func:`flashsim.model.l2.simulate_l2`).
     """
     hw = get_device(hardware)
     res = {}
     total = L2Result()
     cap = max(1, int(hw.l2_bytes * l2_fraction))
     for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k):
+        shared, private, written = tile_costs
         r = simulate_l2(progs, cap, hw.num_sms * programs_per_sm, flush_writes=flush_writes,
-                        protected_fraction=protected_fraction)
+                        protected_fraction=protected_fraction, shared_cost=shared, private_cost=private,
+                        write_cost=written)
         res[name] = r
         total = total + r
     res["total"] = total

@@ -3,7 +3,7 @@
 Signature (small and general, so the simulator core can reuse it)::
 
     simulate_l2(programs, l2_bytes, concurrency, *, flush_writes=True, shared_cost=1.0,
-                protected_fraction=None) -> L2Result
+                protected_fraction=None, private_cost=1.0, write_cost=1.0) -> L2Result
 
 ``programs`` is a sequence, in launch order, of programs (thread blocks); each program is a sequence of
 :class:`Access` ``(key, nbytes, is_write)`` made in program order. ``key`` names a tile (any hashable, e.g.
@@ -27,7 +27,8 @@ Concurrency model (stated, not measured):
   (O, P), which is what the H200 shows: its L2 keeps written data over data read once.
 * The L2 is write-back: a dirty tile reaches DRAM when it is evicted. With ``flush_writes=True`` the tiles still
   dirty at the end of the launch are counted as written too (every byte written reaches DRAM once); with
-  ``flush_writes=False`` they are not (Nsight Compute's measurement of one kernel ends before they leave).
+  ``flush_writes=False`` they are not (Nsight Compute's measurement of one kernel ends before they leave). Either
+  way ``L2Result.dirty_end_bytes`` says how many were left.
 * Each launch starts cold (Nsight Compute flushes caches before each profiled kernel, ``--cache-control all``).
 
 Not modelled: set conflicts, the real replacement policy, sector (32 B) granularity of partially used lines,
@@ -37,9 +38,11 @@ start at staggered times and stream the same tiles (real programs that hit in L2
 ones ahead: why the kernels launch their longest programs first) and (2) a stream is just over the modelled
 capacity (a strict LRU loses all of it, the real L2 only part); measured, see
 benchmarks/results/kernels_h200_2026-11-30.md. The H100/H200 L2's split into two partitions (lines all SMs read are
-kept in both) can be modelled two ways: pass a bit under half the L2 as ``l2_bytes`` (what
-:func:`flashsim.model.kernel_io.kernel_dram` does by default: 0.48, with the segmented LRU) or ``shared_cost=2.0`` (a tile more than one program
-touches occupies twice its bytes).
+kept in both) is modelled by a capacity of a bit under half the L2 and per-tile costs (``shared_cost``,
+``private_cost``, ``write_cost``: what a tile several programs touch, one program only reads, one program writes
+occupies per byte). :func:`flashsim.model.kernel_io.kernel_dram` uses 0.48 of the L2 with the segmented LRU, and a
+tile only one program reads costs 0.7 (a line one SM reads is copied into its near partition only when its home is
+the far one).
 
 Callers: :func:`flashsim.model.kernel_io.kernel_dram` builds the tile traces of the Triton kernels and calls this;
 the simulator core can pass its own traces (any hashable keys).
@@ -64,11 +67,17 @@ class Access(NamedTuple):
 
 @dataclass
 class L2Result:
-    """Bytes requested from L2 and bytes that reached DRAM, for one launch (or a sum of launches)."""
+    """Bytes requested from L2 and bytes that reached DRAM, for one launch (or a sum of launches).
+
+    ``dirty_end_bytes``: dirty bytes still in the L2 when the launch ends (counted in ``dram_write_bytes`` with
+    ``flush_writes=True``, not with False), so one replay gives both: written during the launch
+    (``dram_write_bytes - dirty_end_bytes`` with True) and written in all (``dram_write_bytes + dirty_end_bytes``
+    with False)."""
     requested_read_bytes: int = 0
     requested_write_bytes: int = 0
     dram_read_bytes: int = 0
     dram_write_bytes: int = 0
+    dirty_end_bytes: int = 0
 
     @property
     def dram_bytes(self) -> int:
@@ -83,36 +92,55 @@ class L2Result:
         return L2Result(self.requested_read_bytes + other.requested_read_bytes,
                         self.requested_write_bytes + other.requested_write_bytes,
                         self.dram_read_bytes + other.dram_read_bytes,
-                        self.dram_write_bytes + other.dram_write_bytes)
+                        self.dram_write_bytes + other.dram_write_bytes,
+                        self.dirty_end_bytes + other.dirty_end_bytes)
+
+
+def _tile_costs(programs: list, shared_cost: float, private_cost: float, write_cost: float) -> dict:
+    """{key: L2 capacity per byte} of the tiles whose cost is not 1: ``shared_cost`` for a tile more than one
+    program touches, else ``write_cost`` for a tile its one program writes, else ``private_cost``."""
+    owner: dict = {}
+    shared: set = set()
+    written: set = set()
+    for pi, prog in enumerate(programs):
+        for acc in prog:
+            if owner.setdefault(acc.key, pi) != pi:
+                shared.add(acc.key)
+            if acc.is_write:
+                written.add(acc.key)
+    cost = {}
+    for key in owner:
+        c = shared_cost if key in shared else (write_cost if key in written else private_cost)
+        if c != 1.0:
+            cost[key] = c
+    return cost
 
 
 def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency: int, *,
                 flush_writes: bool = True, shared_cost: float = 1.0,
-                protected_fraction: float | None = None) -> L2Result:
+                protected_fraction: float | None = None, private_cost: float = 1.0,
+                write_cost: float = 1.0) -> L2Result:
     """DRAM bytes of one launch under the concurrency model in the module docstring.
 
     ``shared_cost``: L2 capacity a tile read by more than one program occupies, per byte (2.0 models an L2 split
     in two partitions that each keep a copy of lines all SMs read; tiles one program touches cost 1.0).
+    ``private_cost`` and ``write_cost``: the same for a tile only one program touches (read only; written). With
+    all three 1.0 every byte costs 1 (the default).
     ``protected_fraction``: None = one LRU; a number in (0, 1] = the segmented LRU of the module docstring.
     """
     if l2_bytes <= 0 or concurrency < 1:
         raise ValueError("l2_bytes must be > 0 and concurrency >= 1")
+    if min(shared_cost, private_cost, write_cost) <= 0:
+        raise ValueError("shared_cost, private_cost and write_cost must be > 0")
+    costed = (shared_cost, private_cost, write_cost) != (1.0, 1.0, 1.0)
+    if costed:
+        programs = [list(prog) for prog in programs]  # read twice: who touches each tile, then the replay
+    cost = _tile_costs(programs, shared_cost, private_cost, write_cost) if costed else {}
     if protected_fraction is not None:
         if not 0 < protected_fraction <= 1:
             raise ValueError(f"protected_fraction={protected_fraction!r} must be in (0, 1], or None for one LRU")
-        if shared_cost != 1.0:
-            raise ValueError("shared_cost and protected_fraction are two models of the L2: pass one of them")
-        return _simulate_slru(programs, l2_bytes, concurrency, flush_writes, protected_fraction)
+        return _simulate_slru(programs, l2_bytes, concurrency, flush_writes, protected_fraction, cost)
     programs = list(programs)  # programs may be generators: they are consumed once, in launch order
-    cost: dict = {}
-    if shared_cost != 1.0:
-        programs = [list(prog) for prog in programs]  # read twice: who owns each tile, then the replay
-        owner: dict = {}
-        for pi, prog in enumerate(programs):
-            for acc in prog:
-                o = owner.setdefault(acc.key, pi)
-                if o != pi:
-                    cost[acc.key] = shared_cost
     cache: OrderedDict = OrderedDict()      # key -> [nbytes, dirty]
     used = 0
     res = L2Result()
@@ -141,8 +169,9 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
             used -= c
             if dirty:
                 res.dram_write_bytes += b
+    res.dirty_end_bytes = sum(b for b, dirty, _ in cache.values() if dirty)
     if flush_writes:
-        res.dram_write_bytes += sum(b for b, dirty, _ in cache.values() if dirty)
+        res.dram_write_bytes += res.dirty_end_bytes
     return res
 
 
@@ -170,8 +199,11 @@ def _resident(programs, concurrency: int):
         slots[:] = alive
 
 
-def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool, protected_fraction: float):
-    """simulate_l2 with the segmented LRU: probation and protected segments, [nbytes, dirty] per tile."""
+def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool, protected_fraction: float,
+                   cost: dict | None = None):
+    """simulate_l2 with the segmented LRU: probation and protected segments, [nbytes, dirty, capacity] per tile
+    (capacity = nbytes x the tile's cost, ``cost``: {key: per-byte cost}, 1 where absent)."""
+    cost = cost or {}
     probation: OrderedDict = OrderedDict()
     protected: OrderedDict = OrderedDict()
     cap_protected = protected_fraction * l2_bytes
@@ -189,32 +221,34 @@ def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool
             continue
         entry = probation.pop(key, None)
         if entry is None:                            # a miss: read from DRAM (a write allocates without a read)
+            c = nbytes * cost.get(key, 1.0)
             if not is_write:
                 res.dram_read_bytes += nbytes
-            used += nbytes
+            used += c
             if not is_write:
-                probation[key] = [nbytes, False]
+                probation[key] = [nbytes, False, c]
                 entry = None
             else:
-                entry = [nbytes, True]
+                entry = [nbytes, True, c]
         else:
             entry[1] = entry[1] or is_write
         if entry is not None:                        # a second use, or a write: protected
             protected[key] = entry
-            used_protected += entry[0]
+            used_protected += entry[2]
             while used_protected > cap_protected and protected:
                 k, e = protected.popitem(last=False)
-                used_protected -= e[0]
+                used_protected -= e[2]
                 probation[k] = e
         while used > l2_bytes and (probation or protected):
             if probation:
-                _, (b, dirty) = probation.popitem(last=False)
+                _, (b, dirty, c) = probation.popitem(last=False)
             else:
-                _, (b, dirty) = protected.popitem(last=False)
-                used_protected -= b
-            used -= b
+                _, (b, dirty, c) = protected.popitem(last=False)
+                used_protected -= c
+            used -= c
             if dirty:
                 res.dram_write_bytes += b
+    res.dirty_end_bytes = sum(e[0] for seg in (probation, protected) for e in seg.values() if e[1])
     if flush_writes:
-        res.dram_write_bytes += sum(b for seg in (probation, protected) for b, dirty in seg.values() if dirty)
+        res.dram_write_bytes += res.dirty_end_bytes
     return res

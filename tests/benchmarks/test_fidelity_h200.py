@@ -93,3 +93,41 @@ def test_summary_counts_newest_and_total_bytes():
     row = F.compare(cfg, pred, meas)
     s = F.summarize({"rows": [row]})["online_softmax"]
     assert s["dram_ok"] == 0 and s["dram_total_ok"] == 1 and (s["launches_newest"], s["dram_ok_newest"]) == (1, 0)
+
+
+def test_measure_writeback_splits_the_rows_per_config(monkeypatch):
+    """Two configs in one ncu run, the first with 3 launches, the second failing before its profiled call: the
+    rows split by the child's log, the residue subtracted, the failure recorded."""
+    cfgs = [dict(kernel="naive", n=64, d=16, block_m=16, block_n=16, causal=False, dtype="fp16", batch=1, heads=1,
+                 set="fit"), dict(kernel="flash_fwd", n=64, d=16, block_m=16, block_n=16, causal=False,
+                                  dtype="fp16", batch=1, heads=1, set="fit")]
+    f = F.FLUSH_KERNEL
+    rows = [(f, 256, 3), (f, 256, 0), (f, 256, 30), ("_scores_kernel", 1, 10), (f, 256, 2), (f, 256, 0),
+            ("_softmax_kernel", 10, 10), (f, 256, 4), (f, 256, 0), ("_pv_kernel", 10, 1), (f, 260, 1)]
+    launches = [{"kernel": k, "dram_read_bytes": float(r), "dram_write_bytes": float(w)} for k, r, w in rows]
+    log = {"configs": [{"i": 0, "started": True, "count": 3}, {"i": 1, "started": False, "count": 0,
+                                                             "error": "Traceback: boom"}]}
+    monkeypatch.setattr(F, "_writeback_ncu", lambda spec, names, timeout: (launches, [1] * len(rows), log))
+    a, b = F.measure_writeback(cfgs)
+    assert b == {"error": "Traceback: boom"}
+    assert [L["total_write_bytes"] for L in a["launches"]] == [12, 14, 2]
+    assert [L["total_read_bytes"] for L in a["launches"]] == [1, 10, 10]
+    assert [L["pre_write_bytes"] for L in a["launches"]] == [30, 0, 0]
+    pred = F.predict(cfgs[0])
+    row = F.compare(cfgs[0], pred, None, a)
+    L = row["launches"][0]
+    assert L["wb_total_write_bytes"] == 12 and "wb_ok" in L and "dram_ok" not in L
+    assert F.summarize({"rows": [row]})["naive"]["wb_launches"] == 3
+
+
+def test_flushed_writes_equal_the_flush_writes_model():
+    """predict's dram_write_flushed_bytes (one replay: written during the launch + dirty at its end) equals the
+    L2 model run with flush_writes=True."""
+    from flashsim.model.kernel_io import kernel_dram
+    cfg = dict(kernel="online_softmax", n=3000, d=1, block_m=64, block_n=64, causal=False, dtype="fp16", batch=1,
+               heads=1, set="fit")
+    pred = F.predict(cfg)
+    flushed = kernel_dram("online_softmax", 3000, 1, 64, 64, False, "fp16", 1, 1, flush_writes=True)
+    for name, p in pred["launches"].items():
+        assert p["dram_write_flushed_bytes"] == flushed[name].dram_write_bytes
+        assert p["dram_write_flushed_bytes"] > p["dram_write_bytes"]

@@ -58,3 +58,44 @@ def test_ncu_profile_script_without_ncu(monkeypatch, tmp_path):
     monkeypatch.setattr(os.path, "exists", lambda p: False)
     with pytest.raises(FlashsimError, match="not found on PATH"):
         ncu_profile_script(str(tmp_path / "k.py"), "^_k$")
+
+
+def _rec(kernel, read, write):
+    return {"kernel": kernel, "dram_read_bytes": float(read), "dram_write_bytes": float(write)}
+
+
+def test_writeback_totals_adds_the_flushs_writes_less_its_own():
+    """[F, F, (F, K, F)...]: the second flush measures the flush alone (reads 256, writes 1); a fill before K1
+    leaves 30 dirty bytes (the flush before K1 writes them, not K1); K1 leaves 7 dirty bytes (the flush after it
+    writes 8), K2 none; the flush after K2 reads 3 more than alone (reported, not added)."""
+    from flashsim.measure.ncu import writeback_totals
+    seq = [_rec("F", 256, 40), _rec("F", 256, 1), _rec("F", 256, 30), _rec("_a", 100, 20), _rec("F", 256, 8),
+           _rec("F", 256, 1), _rec("_b", 50, 5), _rec("F", 259, 1)]
+    res = writeback_totals(seq, "F")
+    assert res["baseline"] == {"dram_read_bytes": 256.0, "dram_write_bytes": 1.0, "subtracted_write_bytes": 1.0,
+                               "first_flush_write_bytes": 40.0}
+    a, b = res["launches"]
+    assert (a["kernel"], a["window_write_bytes"], a["residue_write_bytes"], a["total_write_bytes"]) == ("_a", 20, 7, 27)
+    assert (a["pre_write_bytes"], a["total_read_bytes"]) == (30, 100)
+    assert (b["residue_read_bytes"], b["total_read_bytes"], b["total_write_bytes"]) == (3, 50, 5)
+    # a run-wide baseline instead of this range's own
+    assert writeback_totals(seq, "F", baseline_write_bytes=0.5)["launches"][0]["total_write_bytes"] == 27.5
+
+
+@pytest.mark.parametrize("names", [["F", "_a", "F"], ["F", "F", "_a", "F"], ["F", "F", "F", "_a", "_b"],
+                                   ["F", "F", "F", "F", "F"]])
+def test_writeback_totals_refuses_a_sequence_out_of_order(names):
+    from flashsim.measure.ncu import writeback_totals
+    with pytest.raises(FlashsimError, match="expected"):
+        writeback_totals([_rec(n, 1, 1) for n in names], "F")
+
+
+def test_ncu_launch_sequence_leaves_caches_alone_and_counts_passes(tmp_path):
+    from flashsim.measure.ncu import WRITEBACK_METRICS, ncu_launch_sequence
+    exe = _fake_ncu(tmp_path, CSV + '==PROF== Profiling "_k" - 0: 0%....50%....100% - 1 pass\n')
+    got = ncu_launch_sequence([sys.executable, "x.py"], "^_k$", ncu=exe)
+    assert [L["kernel"] for L in got["launches"]] == ["_k", "_k"] and got["passes"] == [1]
+    argv = (tmp_path / "argv").read_text().splitlines()
+    assert argv[argv.index("--cache-control") + 1] == "none"
+    assert argv[argv.index("--profile-from-start") + 1] == "off"
+    assert argv[argv.index("--metrics") + 1] == ",".join(WRITEBACK_METRICS)

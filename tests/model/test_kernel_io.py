@@ -78,8 +78,33 @@ def test_slru_protects_tiles_in_reuse_up_to_its_share():
     assert simulate_l2(prog, 300, 1).dram_read_bytes == 600                               # plain LRU: K again
     with pytest.raises(ValueError, match="protected_fraction"):
         simulate_l2(prog, 300, 1, protected_fraction=1.5)
-    with pytest.raises(ValueError, match="one of them"):
-        simulate_l2(prog, 300, 1, protected_fraction=0.5, shared_cost=2.0)
+    with pytest.raises(ValueError, match="> 0"):
+        simulate_l2(prog, 300, 1, protected_fraction=0.5, private_cost=0.0)
+
+
+def test_l2_dirty_end_bytes_are_what_the_flush_adds():
+    """Four tiles of 64 bytes written, an L2 of one tile: three evicted during the launch, one dirty at the end.
+    dirty_end_bytes is the same with either flag, and written + dirty at the end = written with the flush."""
+    progs = [[Access(("O", i), 64, True)] for i in range(4)]
+    for protected in (None, 0.6):
+        kept = simulate_l2(progs, 64, 1, flush_writes=False, protected_fraction=protected)
+        flushed = simulate_l2(progs, 64, 1, flush_writes=True, protected_fraction=protected)
+        assert (kept.dram_write_bytes, kept.dirty_end_bytes) == (192, 64)
+        assert (flushed.dram_write_bytes, flushed.dirty_end_bytes) == (256, 64)
+    total = simulate_l2(progs, 64, 1, flush_writes=False) + simulate_l2(progs, 1000, 1, flush_writes=False)
+    assert (total.dram_write_bytes, total.dirty_end_bytes) == (192, 64 + 256)
+
+
+def test_slru_tile_costs():
+    """The segmented LRU with per-tile costs: X read twice by its one program stays in an L2 of 250 bytes at
+    cost 1 (K 100 + X 100), not at private_cost 2 (K 100 + X 200); a written tile at write_cost 3 (300) does not
+    fit, so it is evicted (written) during the launch."""
+    progs = [[Access("K", 100), Access("X", 100), Access("X", 100)], [Access("K", 100)]]
+    assert simulate_l2(progs, 250, 1, protected_fraction=0.6).dram_read_bytes == 200
+    assert simulate_l2(progs, 250, 1, protected_fraction=0.6, private_cost=2.0).dram_read_bytes == 300
+    w = [[Access("O", 100, True)]]
+    assert simulate_l2(w, 250, 1, flush_writes=False, protected_fraction=0.6).dram_write_bytes == 0
+    assert simulate_l2(w, 250, 1, flush_writes=False, protected_fraction=0.6, write_cost=3.0).dram_write_bytes == 100
 
 
 def test_kernel_dram_write_back_keeps_the_last_writes():
@@ -87,7 +112,8 @@ def test_kernel_dram_write_back_keeps_the_last_writes():
     the L2 (not counted), plain LRU lets S's reads push them out; H200 Nsight Compute: 6.5 MiB written."""
     mib = 1 << 20
     seg = kernel_dram("naive", 1024, 64, 64, 64, heads=8)["_softmax_kernel"]
-    lru = kernel_dram("naive", 1024, 64, 64, 64, heads=8, protected_fraction=None, l2_fraction=0.5)["_softmax_kernel"]
+    lru = kernel_dram("naive", 1024, 64, 64, 64, heads=8, protected_fraction=None, l2_fraction=0.5,
+                      tile_costs=(1.0, 1.0, 1.0))["_softmax_kernel"]
     assert seg.dram_read_bytes == lru.dram_read_bytes == 32 * mib
     assert 4 * mib < seg.dram_write_bytes < 9 * mib < 15 * mib < lru.dram_write_bytes
 
