@@ -17,6 +17,12 @@ with ncu, per launch:
   launch, read and write separately). Next to it: the previous model's settings (``PREVIOUS_MODEL``), and, to tell
   a miss in a near-zero direction from a wrong total, whether read + write together meet the same criterion.
 
+- the same DRAM bytes with the write-back of each launch's dirty lines (:func:`measure_writeback`, judged by the
+  criterion since 2026-12-02_4): each launch between two read-only flush kernels in one ncu run with the caches
+  left alone, its writes = its own + what the flush after it writes back; against the L2 model's
+  ``flush_writes=True`` (every dirty byte once, as the closed forms and the simulator charge it). A probe first
+  checks the method on a kernel writing 8-96 MiB (:func:`probe_writeback`).
+
 Device time: two ncu runs (``measure.ncu_profile_batch``: the three teaching kernels, then the two flash
 kernels), each with all its configurations in one child process, sizes chosen so that the whole run stays under
 about 5 minutes; predictions are computed in a process pool meanwhile. ``--budget-s`` (default 280) skips a
