@@ -16,7 +16,8 @@ imported lazily and guarded: :func:`available` says whether the path can run, an
   of each score row, so that either backward can consume it.
 - :func:`backward_path` -> ("gluon" or "triton", reason), and :func:`gluon_backward` (q, k, v, o, lse, do, delta,
   causal, sm_scale) -> (dq, dk, dv), the convention of :func:`flashsim.kernels.flash_backward`
-  (:mod:`flashsim.kernels.gluon.bwd_sm90`: K/V resident per CTA, Q/dO streamed by TMA, dQ added with atomics).
+  (:mod:`flashsim.kernels.gluon.bwd_sm90`: K/V resident per CTA, Q/dO streamed by TMA, dQ partials added by TMA
+  reduce-adds into an fp32 buffer, already scaled).
 """
 from __future__ import annotations
 
@@ -67,8 +68,14 @@ def forward_config(d: int, causal: bool, N: int) -> dict:
 #: atomics from registers), PIPE (Sᵀ and dPᵀ of the next query block are issued before this block's dQ is waited
 #: for; False: each block starts when the one before has gone out), REVERSE (a CTA walks its query blocks from the
 #: last down to the diagonal, so that under a causal mask the CTAs of one head read the same Q/dO tiles at the same
-#: time). The entries are the fastest of the candidates benchmarks/gluon_validate.py --bwd --tune times (PIPE and
-#: REVERSE measured slower on an H200: with PIPE, ptxas serialises the wgmma pipeline). Shared memory at d=128,
+#: time), KB_OUTER (CTAs ordered key block outer, heads inner: longest first under a causal mask), SPLIT (each compute
+#: warpgroup its own partition with its own dS and dQ tiles and TMA reduce-adds: no barrier across warpgroups;
+#: WAIT_DKV, default at d=128: it finishes dK, dV before its dQ product, for registers), LSE_SMEM (the producer copies
+#: L and delta into the Q/dO ring slot by TMA and the compute warps read them from shared memory when they use them,
+#: instead of holding a global load's 32 registers across the wgmma issue: no spills at d=128).
+#: The entries are the fastest of the candidates benchmarks/gluon_validate.py --bwd --tune times (PIPE and
+#: REVERSE measured slower on an H200: with PIPE, ptxas serialises the wgmma pipeline (C7514); SPLIT and KB_OUTER
+#: no faster or slower: benchmarks/results/gluon_limiter_h200_2026-12-02.md). Shared memory at d=128,
 #: BLOCK_M=64, 2 slots: K 32 KB + V 32 KB + Q 2 x 16 KB + dO
 #: 2 x 16 KB + dS 16 KB + the fp32 dQ tile 32 KB = 176 KB.
 BWD_CONFIGS = {
@@ -270,8 +277,8 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
 
     q, k, v, o, do: (B, H, N, d) CUDA tensors, fp16 or bf16, d in :data:`HEAD_DIMS`, any N; lse: (B, H, N) fp32,
     the forward's natural-log logsumexp; delta: (B, H, N) fp32 rowsum(dO ∘ O) (None: computed here).
-    ``config`` overrides keys of :data:`BWD_CONFIGS` (the tuning sweep). dQ is accumulated in fp32 by atomics from
-    every K/V block, then scaled and rounded once.
+    ``config`` overrides keys of :data:`BWD_CONFIGS` (the tuning sweep). dQ is accumulated in fp32 from every K/V
+    block (partials already multiplied by sm_scale in the kernel), then rounded once.
     Raises ``RuntimeError`` with the reason when the inputs are not covered (:func:`backward_path`).
     """
     import torch
@@ -292,6 +299,9 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     cfg.update(config or {})
     block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])
     dq_tma, pipe, reverse = bool(cfg.get("DQ_TMA", True)), bool(cfg.get("PIPE", False)), bool(cfg.get("REVERSE", False))
+    split, kb_outer = bool(cfg.get("SPLIT", False)), bool(cfg.get("KB_OUTER", False))
+    wait_dkv = bool(cfg.get("WAIT_DKV", d > 64))     # SPLIT only: finish dK, dV before the dQ product (registers)
+    ds_trans = ds_trans or split                     # SPLIT stores the dSᵀ tile the registers hold
     q2, k2, v2, do2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v, do))
     lse = lse.contiguous().float()
     if delta is None:
@@ -305,20 +315,28 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
     qdo_layout = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
     kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
-    ds_layout = gl.NVMMASharedLayout.get_default_for([block_n, block_m] if ds_trans else [block_m, block_n], gdt)
+    ds_shape = [block_n // 2, block_m] if split else ([block_n, block_m] if ds_trans else [block_m, block_n])
+    ds_layout = gl.NVMMASharedLayout.get_default_for(ds_shape, gdt)
     q_desc = TensorDescriptor.from_tensor(q2, [block_m, d], qdo_layout)
     do_desc = TensorDescriptor.from_tensor(do2, [block_m, d], qdo_layout)
     k_desc = TensorDescriptor.from_tensor(k2, [block_n, d], kv_layout)
     v_desc = TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout)
     dq_desc = TensorDescriptor.from_tensor(dq_acc.view(B * H * N, d), [block_m, d],
                                            gl.NVMMASharedLayout.get_default_for([block_m, d], gl.float32))
+    # L and delta as 1-D (B*H*N,) fp32 for the producer's TMA copies (LSE_SMEM), BLOCK_M per query block
+    vec_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
+    lse_desc = TensorDescriptor.from_tensor(lse.view(B * H * N), [block_m], vec_layout)
+    delta_desc = TensorDescriptor.from_tensor(delta.view(B * H * N), [block_m], vec_layout)
     n_kblk = triton.cdiv(N, block_n)
-    attn_bwd_sm90[(n_kblk * B * H,)](q_desc, do_desc, k_desc, v_desc, dq_desc, dq_acc, dk, dv, lse, delta,
+    attn_bwd_sm90[(n_kblk * B * H,)](q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, dq_acc, dk, dv,
+                                     lse, delta,
                                      scale * LOG2E, scale, N, n_kblk, CAUSAL=bool(causal), BLOCK_M=block_m,
                                      BLOCK_N=block_n, HEAD_D=d, STAGES=stages, DQ_WN=1 if block_m == 128 else 2,
                                      DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe, REVERSE=reverse,
-                                     DS_LAYOUT=ds_layout, num_warps=8, maxnreg=168)
-    dq = (dq_acc * scale).to(q.dtype)
+                                     DS_LAYOUT=ds_layout, KB_OUTER=kb_outer, SPLIT=split, WAIT_DKV=wait_dkv,
+                                     LSE_SMEM=bool(cfg.get("LSE_SMEM", False)) and not split,
+                                     num_warps=4 if split else 8, maxnreg=_max_regs(2) if split else 168)
+    dq = dq_acc.to(q.dtype)                          # the kernel added dQ partials already scaled by sm_scale
     return dq, dk, dv
 
 

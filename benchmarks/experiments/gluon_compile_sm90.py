@@ -1,0 +1,195 @@
+"""Compile the Gluon Hopper kernels for sm_90 without a GPU and report registers, spills and ptxas warnings.
+
+Why: device time is scarce; register pressure and ptxas's wgmma serialisation (warning C7514 and its reason) can be
+read from an offline compile (``triton.compile`` of a ``GluonASTSource`` at an explicit ``GPUTarget``), so the
+variants of a kernel can be screened on a CPU-only machine before any of them is timed.
+
+    python benchmarks/experiments/gluon_compile_sm90.py [--bwd] [--fwd] [--cfg '{"PIPE": true}'] [--sass DIR]
+
+Prints one line per (kernel, dtype, d, causal, config): registers, spill stores/loads (bytes), shared memory, and
+every ptxas warning. Works with the triton of this checkout (3.9 locally, 3.6 on the device).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TRITON_ALWAYS_COMPILE", "1")
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+from triton.experimental.gluon._runtime import GluonASTSource  # noqa: E402
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
+
+
+
+def _load_gluon_package():
+    """flashsim/kernels/gluon loaded from its files as a standalone package: importing flashsim.kernels would pick
+    a Triton backend (the interpreter on a CPU machine), which must not happen before an offline sm_90 compile."""
+    import importlib.util
+    pkg_dir = ROOT / "flashsim" / "kernels" / "gluon"
+    spec = importlib.util.spec_from_file_location("flashsim_gluon", pkg_dir / "__init__.py",
+                                                  submodule_search_locations=[str(pkg_dir)])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["flashsim_gluon"] = mod
+    spec.loader.exec_module(mod)
+    import importlib
+    return mod, importlib.import_module("flashsim_gluon.bwd_sm90"), importlib.import_module("flashsim_gluon.fwd_sm90")
+
+
+def _shim_newer_triton():
+    """The kernels are written for triton 3.6 (the device's); later versions renamed the TMA copies (3.9 raises on
+    the old names): point the old names at the new ones, in this process only."""
+    from triton.experimental.gluon.language.nvidia.hopper import tma
+    if hasattr(tma, "async_load") and int(triton.__version__.split(".")[1]) >= 7:
+        tma.async_copy_global_to_shared = tma.async_load
+        tma.async_copy_shared_to_global = tma.async_store
+
+
+_shim_newer_triton()
+G, bwd_sm90, fwd_sm90 = _load_gluon_package()
+
+TARGET = GPUTarget("cuda", 90, 32)
+
+
+def _desc(dt, shape, block):
+    t = torch.empty(shape, dtype=dt)
+    gdt = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}[dt]
+    return TensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, gdt))
+
+
+def _vdesc(n, block):
+    t = torch.empty((n,), dtype=torch.float32)
+    return TensorDescriptor.from_tensor(t, [block], gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32,
+                                                                        rank=1))
+
+
+def _compile(fn, args: dict, constexprs: dict, options: dict):
+    sig = {}
+    for name in fn.arg_names:
+        if name in constexprs:
+            sig[name] = "constexpr"
+        else:
+            a = args[name]
+            sig[name] = a.__mangle__() if isinstance(a, TensorDescriptor) else a
+    src = GluonASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()})
+    return triton.compile(src, target=TARGET, options=options)
+
+
+def _ptxas_report(kernel, sass_dir=None, tag=""):
+    """Run ptxas -v on the kernel's PTX (triton hides its stderr) and return (regs, spill_st, spill_ld, warnings)."""
+    import subprocess
+    import tempfile
+    from triton.backends.nvidia.compiler import get_ptxas
+    ptx = kernel.asm["ptx"]
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "k.ptx"
+        p.write_text(ptx)
+        try:
+            ptxas = get_ptxas(90).path
+        except TypeError:                            # triton 3.6: no arch argument
+            ptxas = get_ptxas().path
+        r = subprocess.run([ptxas, "-v", "--gpu-name", "sm_90a", str(p), "-o", str(Path(tmp) / "k.cubin")],
+                           capture_output=True, text=True)
+        log = r.stdout + r.stderr
+        if sass_dir:
+            Path(sass_dir).mkdir(parents=True, exist_ok=True)
+            (Path(sass_dir) / f"{tag}.ptx").write_text(ptx)
+            (Path(sass_dir) / f"{tag}.ptxas.txt").write_text(log)
+            sass = subprocess.run([str(Path(ptxas).parent / "cuobjdump"), "-sass", str(Path(tmp) / "k.cubin")],
+                                  capture_output=True, text=True).stdout
+            (Path(sass_dir) / f"{tag}.sass").write_text(sass)
+    regs = re.findall(r"Used (\d+) registers", log)
+    sp = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    warns = sorted({w.strip() for w in re.findall(r".*(?:warning|C75\d\d).*", log)})
+    return (int(regs[-1]) if regs else None, *(map(int, sp[-1]) if sp else (None, None)), warns)
+
+
+def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
+    N, BH = 4096, 16
+    cfg = dict(G.BWD_CONFIGS[(d, causal)], **cfg_over)
+    bm, bn = cfg["BLOCK_M"], 128
+    ds_trans = bool(cfg["DS_TRANS"])
+    gdt = gl.float16 if dt == torch.float16 else gl.bfloat16
+    split = bool(cfg.get("SPLIT", False))
+    ds_trans = ds_trans or split
+    ds_shape = [bn // 2, bm] if split else ([bn, bm] if ds_trans else [bm, bn])
+    ds_layout = gl.NVMMASharedLayout.get_default_for(ds_shape, gdt)
+    args = dict(q_desc=_desc(dt, (BH * N, d), [bm, d]), do_desc=_desc(dt, (BH * N, d), [bm, d]),
+                k_desc=_desc(dt, (BH * N, d), [bn, d]), v_desc=_desc(dt, (BH * N, d), [bn, d]),
+                dq_desc=_desc(torch.float32, (BH * N, d), [bm, d]),
+                lse_desc=_vdesc(BH * N, bm), delta_desc=_vdesc(BH * N, bm),
+                dq_ptr="*fp32", dk_ptr="*" + ("fp16" if dt == torch.float16 else "bf16"),
+                dv_ptr="*" + ("fp16" if dt == torch.float16 else "bf16"), lse_ptr="*fp32", delta_ptr="*fp32",
+                qk_scale="fp32", sm_scale="fp32", N="i32", n_kblk="i32")
+    constexprs = dict(CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, HEAD_D=d, STAGES=cfg["STAGES"],
+                      DQ_WN=1 if bm == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=bool(cfg.get("DQ_TMA", True)),
+                      PIPE=bool(cfg.get("PIPE", False)), REVERSE=bool(cfg.get("REVERSE", False)), DS_LAYOUT=ds_layout,
+                      KB_OUTER=bool(cfg.get("KB_OUTER", False)), SPLIT=split,
+                      WAIT_DKV=bool(cfg.get("WAIT_DKV", d > 64)),
+                      LSE_SMEM=bool(cfg.get("LSE_SMEM", False)) and not split)
+    opts = dict(num_warps=4 if split else 8, maxnreg=G._max_regs(2) if split else 168)
+    k = _compile(bwd_sm90.attn_bwd_sm90, args, constexprs, opts)
+    tag = f"bwd_{str(dt)[6:]}_d{d}_c{int(causal)}_" + re.sub(r"[^A-Za-z0-9]+", "_", json.dumps(cfg_over)).strip("_")
+    return k, _ptxas_report(k, sass_dir, tag)
+
+
+def compile_fwd(dt, d, causal, N, sass_dir=None):
+    BH = 16
+    cfg = G.forward_config(d, causal, N)
+    nc, bm, bn = cfg["NC"], 64, cfg["BLOCK_N"]
+    args = dict(q_desc=_desc(dt, (BH * N, d), [bm, d]), k_desc=_desc(dt, (BH * N, d), [bn, d]),
+                v_desc=_desc(dt, (BH * N, d), [bn, d]), o_ptr="*" + ("fp16" if dt == torch.float16 else "bf16"),
+                lse_ptr="*fp32", qk_scale="fp32", N="i32", BH="i32", n_mblk="i32", n_tiles="i32", sec="i32")
+    constexprs = dict(CAUSAL=causal, NC=nc, BLOCK_M=bm, BLOCK_N=bn, HEAD_D=d, STAGES=cfg["STAGES"],
+                      PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=cfg["CONSUMER_REGS"])
+    names = fwd_sm90.attn_fwd_sm90.arg_names
+    args = {n: v for n, v in args.items() if n in names}
+    k = _compile(fwd_sm90.attn_fwd_sm90, args, constexprs, dict(num_warps=4, maxnreg=G._max_regs(nc)))
+    return k, _ptxas_report(k, sass_dir, f"fwd_{str(dt)[6:]}_d{d}_c{int(causal)}_N{N}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bwd", action="store_true")
+    ap.add_argument("--fwd", action="store_true")
+    ap.add_argument("--cfg", default="{}", help="JSON overrides of BWD_CONFIGS")
+    ap.add_argument("--d", default="64,128")
+    ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--dtype", default="fp16")
+    ap.add_argument("--sass", default=None)
+    args = ap.parse_args(argv)
+    dt = dict(fp16=torch.float16, bf16=torch.bfloat16)[args.dtype]
+    out = []
+    for d in map(int, args.d.split(",")):
+        for causal in (bool(int(c)) for c in args.causal.split(",")):
+            for what in (["bwd"] if args.bwd or not args.fwd else []) + (["fwd"] if args.fwd else []):
+                try:
+                    if what == "bwd":
+                        k, rep = compile_bwd(dt, d, causal, json.loads(args.cfg), args.sass)
+                    else:
+                        k, rep = compile_fwd(dt, d, causal, 4096, args.sass)
+                    regs, st, ld, warns = rep
+                    rec = dict(kernel=what, dtype=args.dtype, d=d, causal=causal, cfg=args.cfg, regs=regs,
+                               spill_store_bytes=st, spill_load_bytes=ld, smem=k.metadata.shared,
+                               warnings=warns)
+                except Exception as exc:
+                    import traceback
+                    traceback.print_exc()
+                    rec = dict(kernel=what, d=d, causal=causal, cfg=args.cfg,
+                               error=f"{type(exc).__name__}: {exc}"[:2000])
+                print(json.dumps(rec))
+                out.append(rec)
+    return out
+
+
+if __name__ == "__main__":
+    main()
