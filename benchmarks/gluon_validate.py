@@ -293,6 +293,10 @@ def main(argv=None):
     ap.add_argument("--fwd-by-n", action="store_true", help="with --bwd: time forward configurations per N first")
     ap.add_argument("--ncu-bwd", default=None, help="dtype,d,causal,N: run that backward (warm-up, then once)")
     ap.add_argument("--grid", default="bwd,fwd", help="with --bwd: which kernels the correctness grid checks")
+    ap.add_argument("--bwd-override", default=None,
+                    help="with --bwd: JSON overrides applied to every BWD_CONFIGS entry before the grid (an entry "
+                         "whose grid cases fail goes back to the committed one); the committed configurations are "
+                         "then timed in each row too (gluon_committed), for a same-run comparison")
     args = ap.parse_args(argv)
     import torch
     if args.bwd or args.ncu_bwd:
@@ -538,8 +542,13 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
         fns["gluon"] = lambda: flash_backward(q, k, v, o, lse, do, causal=causal, gluon=True)
     else:
         fns["gluon"] = lambda: g.gluon_backward(q, k, v, o, lse, do, causal=causal)
-    for name, cfg in (configs or {}).items():
-        fns[name] = lambda cfg=cfg: g.gluon_backward(q, k, v, o, lse, do, causal=causal, config=cfg)
+    if configs:
+        # other configurations against the chosen one, both fed one precomputed delta (the kernel, dQ's zeroing
+        # and rounding; no preprocess), so that only the configuration differs
+        delta = (o.float() * do.float()).sum(-1)     # (B, H, N) fp32
+        fns["gluon_chosen"] = lambda: g.gluon_backward(q, k, v, o, lse, do, delta, causal=causal)
+        for name, cfg in configs.items():
+            fns[name] = lambda cfg=cfg: g.gluon_backward(q, k, v, o, lse, do, delta, causal=causal, config=cfg)
     return time_fns(row, fns, fl, warmup, rep)
 
 
@@ -659,6 +668,9 @@ def bwd_main(args):
                 if good:   # the fastest candidate, on top of the committed configuration
                     g.BWD_CONFIGS[(d, causal)] = dict(g.BWD_CONFIGS[(d, causal)], **min(good, key=lambda x: x[0])[1])
                 print("chosen bwd", d, causal, g.BWD_CONFIGS[(d, causal)], f"{time.time() - t0:.0f} s")
+    if args.bwd_override:
+        for key in g.BWD_CONFIGS:
+            g.BWD_CONFIGS[key] = dict(g.BWD_CONFIGS[key], **json.loads(args.bwd_override))
     result["bwd_configs"] = {f"d{d}_causal{int(c)}": cfg for (d, c), cfg in g.BWD_CONFIGS.items()}
     grid_what = set(args.grid.split(","))
     # ---- correctness grid with the chosen configurations ----
@@ -681,7 +693,7 @@ def bwd_main(args):
     n_ok = sum(c["ok"] for c in result["checks"])
     print(f"correctness (grid: {args.grid}): {n_ok}/{len(result['checks'])} cases pass "
           f"({time.time() - t0:.0f} s)")
-    if args.tune and n_ok < len(result["checks"]):
+    if (args.tune or args.bwd_override) and n_ok < len(result["checks"]):
         # a tuned choice failed the grid: back to the committed configurations (checked in earlier runs) for
         # the table, and say so
         bad = {(c["d"], c["causal"]) for c in result["checks"] if not c["ok"]}
@@ -702,7 +714,11 @@ def bwd_main(args):
                 for causal in (False, True):
                     for N in ns_t:
                         try:
+                            extra = ({"gluon_committed": committed_bwd[(d, causal)]}
+                                     if args.bwd_override and committed_bwd[(d, causal)] != g.BWD_CONFIGS[(d, causal)]
+                                     else None)
                             r = bwd_time_row(g, flash_backward, dtype, d, causal, N, args.warmup, args.rep,
+                                             configs=extra,
                                              with_triton=not args.no_triton and dtype == torch.float16)
                         except Exception as exc:
                             r = dict(dtype=str(dtype), d=d, causal=causal, N=N,

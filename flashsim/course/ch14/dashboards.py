@@ -14,7 +14,7 @@ Two parts, as in the notebook:
   :func:`warp_roles_table` and :func:`ring_protocol_table` (the kernel's roles and barriers),
   :func:`persistent_tile_order` and :func:`warp_schedule` (its tile order, and a picture of its warp roles, from
   :mod:`flashsim.course.ch14.schedule`), :func:`gluon_io` / :func:`gluon_io_table` (the kernel view of its
-  TMA copies), :class:`GluonSpeedDashboard` and :func:`measure_here` (the same comparison on this machine's GPU).
+  TMA copies), :func:`gluon_dram_model` and :func:`gluon_ncu_io` (the L2 model's DRAM bytes and ncu's, recorded), :class:`GluonSpeedDashboard` and :func:`measure_here` (the same comparison on this machine's GPU).
 
 Every loader also reads a JSON file of the same kind (``path=``), e.g. a learner's own GPU run; an unusable file is
 said so and gives None or []. Captions say "recorded" for the shipped results and the file's path otherwise.
@@ -40,7 +40,8 @@ from flashsim.model.table import Table
 __all__ = ["GluonSpeedDashboard", "GLUON_KERNELS", "GLUON_KERNEL_LABELS", "load_gluon", "gluon_rows",
            "gluon_speed_table", "gluon_summary", "gluon_summary_table", "pingpong_ablation",
            "pingpong_ablation_table", "feature_table", "warp_roles_table", "ring_protocol_table",
-           "persistent_tile_order", "warp_schedule", "gluon_io", "gluon_io_table", "gluon_dram_model", "measure_here",
+           "persistent_tile_order", "warp_schedule", "gluon_io", "gluon_io_table", "gluon_dram_model", "gluon_ncu_io",
+           "measure_here",
            # part 1 (moved here from chapter 12)
            "TUNING_KERNELS", "TUNING_KERNEL_LABELS", "config_label", "load_tuning", "tuned_configs", "tuning_summary",
            "tuning_table", "wide_sweep_summary", "pipelining_table", "warp_specialization_table", "pingpong_summary",
@@ -814,6 +815,20 @@ def _reference(q, k, v, causal):
     o = reference_attention(q.double().cpu().numpy(), k.double().cpu().numpy(), v.double().cpu().numpy(),
                             causal=causal)
     return torch.from_numpy(o).to(q.device)
+
+
+def gluon_ncu_io(path=None) -> dict | None:
+    """ncu's DRAM and L2 bytes of one launch of the Gluon forward, cuDNN's forward and the Gluon backward, recorded on
+    an H200 (``gluon_ncu_io_h200``: fp16, d=128, non-causal, N=4096, B=4, H=16), or a JSON file of the same kind.
+
+    Returns {"source", "n", "d", "kernels": {"gluon_fwd" | "cudnn_fwd" | "gluon_bwd": {"dram_read_bytes",
+    "dram_write_bytes", "l2_bytes", "time_s"}}}; None (said why) for an unusable `path`."""
+    found = _read(path, "gluon_ncu_io_h200", "kernels")
+    if found is None:
+        return None
+    source, data = found
+    return {"source": source, "n": data.get("n"), "d": data.get("d"),
+            "kernels": {k: dict(v) for k, v in data["kernels"].items() if isinstance(v, dict)}}
 
 
 def gluon_dram_model(n: int = 4096, d: int = 128, tokens: int = 16384, width: int = 2048) -> dict:
