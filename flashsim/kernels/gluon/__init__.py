@@ -17,7 +17,7 @@ imported lazily and guarded: :func:`available` says whether the path can run, an
 - :func:`backward_path` -> ("gluon" or "triton", reason), and :func:`gluon_backward` (q, k, v, o, lse, do, delta,
   causal, sm_scale) -> (dq, dk, dv), the convention of :func:`flashsim.kernels.flash_backward`
   (:mod:`flashsim.kernels.gluon.bwd_sm90`: K/V resident per CTA, Q/dO streamed by TMA, dQ partials added by TMA
-  reduce-adds into an fp32 buffer, already scaled).
+  reduce-adds into an fp32 buffer).
 """
 from __future__ import annotations
 
@@ -278,7 +278,7 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     q, k, v, o, do: (B, H, N, d) CUDA tensors, fp16 or bf16, d in :data:`HEAD_DIMS`, any N; lse: (B, H, N) fp32,
     the forward's natural-log logsumexp; delta: (B, H, N) fp32 rowsum(dO ∘ O) (None: computed here).
     ``config`` overrides keys of :data:`BWD_CONFIGS` (the tuning sweep). dQ is accumulated in fp32 from every K/V
-    block (partials already multiplied by sm_scale in the kernel), then rounded once.
+    block, then scaled and rounded once.
     Raises ``RuntimeError`` with the reason when the inputs are not covered (:func:`backward_path`).
     """
     import torch
@@ -323,10 +323,14 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     v_desc = TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout)
     dq_desc = TensorDescriptor.from_tensor(dq_acc.view(B * H * N, d), [block_m, d],
                                            gl.NVMMASharedLayout.get_default_for([block_m, d], gl.float32))
-    # L and delta as 1-D (B*H*N,) fp32 for the producer's TMA copies (LSE_SMEM), BLOCK_M per query block
-    vec_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
-    lse_desc = TensorDescriptor.from_tensor(lse.view(B * H * N), [block_m], vec_layout)
-    delta_desc = TensorDescriptor.from_tensor(delta.view(B * H * N), [block_m], vec_layout)
+    lse_smem = bool(cfg.get("LSE_SMEM", False)) and not split
+    if lse_smem:
+        # L and delta as 1-D (B*H*N,) fp32 for the producer's TMA copies, BLOCK_M per query block
+        vec_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
+        lse_desc = TensorDescriptor.from_tensor(lse.view(B * H * N), [block_m], vec_layout)
+        delta_desc = TensorDescriptor.from_tensor(delta.view(B * H * N), [block_m], vec_layout)
+    else:
+        lse_desc = delta_desc = dq_desc              # unused placeholders (the kernel reads L and delta by pointer)
     n_kblk = triton.cdiv(N, block_n)
     attn_bwd_sm90[(n_kblk * B * H,)](q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, dq_acc, dk, dv,
                                      lse, delta,
@@ -334,9 +338,9 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
                                      BLOCK_N=block_n, HEAD_D=d, STAGES=stages, DQ_WN=1 if block_m == 128 else 2,
                                      DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe, REVERSE=reverse,
                                      DS_LAYOUT=ds_layout, KB_OUTER=kb_outer, SPLIT=split, WAIT_DKV=wait_dkv,
-                                     LSE_SMEM=bool(cfg.get("LSE_SMEM", False)) and not split,
+                                     LSE_SMEM=lse_smem,
                                      num_warps=4 if split else 8, maxnreg=_max_regs(2) if split else 168)
-    dq = dq_acc.to(q.dtype)                          # the kernel added dQ partials already scaled by sm_scale
+    dq = (dq_acc * scale).to(q.dtype)
     return dq, dk, dv
 
 

@@ -19,8 +19,7 @@ Options (constexpr; :data:`flashsim.kernels.gluon.BWD_CONFIGS`): ``LSE_SMEM``: L
 through the ring slot with Q and dO (TMA, by the producer) and are read from shared memory when used, so they do not
 hold registers across the wgmma issue (the committed kernel spilled at d=128 without it). ``SPLIT``: each compute
 warpgroup is a partition of its own with its own dSᵀ and dQ tiles (:func:`_bwd_compute_wg`). ``KB_OUTER``: CTA order
-key block outer. ``PIPE``: cross-block overlap (ptxas serialises it, C7514). The dQ partials are multiplied by the
-softmax scale before they are added.
+key block outer. ``PIPE``: cross-block overlap (ptxas serialises it, C7514).
 
 Layout and ragged N: Q, K, V, dO are seen as 2-D ``(B*H*N, d)`` tensors. A tile that runs past N reads the next
 head's rows (or TMA's zero fill past the end): Pᵀ is set to 0 for keys or queries past N (so their dS is 0 too),
@@ -208,8 +207,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(2, deps=(dv, dk, dq, pT16, dsT_op))
     else:
         dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
-    dq = dq * (qk_scale * 0.6931471805599453)        # the softmax scale (qk_scale is scale·log2 e), applied here
-    if DQ_TMA:                                       # so the host only rounds dQ (no fp32 pass over it)
+    if DQ_TMA:
         dq_smem.store(dq)
         fence_async_shared()
         _sync()                                      # dQ is in shared memory; the slot and dS are read
@@ -359,7 +357,7 @@ def _bwd_compute_wg(q_bufs, do_bufs, k_smem, v_smem, ds_bufs, dq_bufs, kv_ready,
         else:
             dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
         mbarrier.arrive(empty.index(s))              # this warpgroup is done with the Q/dO slot (count 2)
-        dq_smem.store(dq * sm_scale)                 # the softmax scale applied here: the host only rounds dQ
+        dq_smem.store(dq)
         fence_async_shared()
         _sync()                                      # the partial is in shared memory
         # TMA reduce: adds BLOCK_M*d fp32 into dQ per (query block, warpgroup) pair (rows past N add zeros)
