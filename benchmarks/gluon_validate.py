@@ -57,13 +57,20 @@ def load_gluon():
         return g, "import"
     except Exception as exc:  # someone else's in-progress edit elsewhere in the package
         print(f"import flashsim.kernels.gluon failed ({type(exc).__name__}: {exc}); loading from files")
-        pkg_dir = ROOT / "flashsim" / "kernels" / "gluon"
-        spec = importlib.util.spec_from_file_location("flashsim_gluon", pkg_dir / "__init__.py",
-                                                      submodule_search_locations=[str(pkg_dir)])
-        g = importlib.util.module_from_spec(spec)
-        sys.modules["flashsim_gluon"] = g
-        spec.loader.exec_module(g)
-        return g, "file"
+        return load_gluon_files(), "file"
+
+
+def load_gluon_files():
+    """flashsim/kernels/gluon loaded from its files as a standalone package ``flashsim_gluon`` (its kernels as
+    ``flashsim_gluon.fwd_sm90`` / ``.bwd_sm90``), without importing flashsim.kernels (which picks a Triton backend:
+    the interpreter on a CPU machine)."""
+    pkg_dir = ROOT / "flashsim" / "kernels" / "gluon"
+    spec = importlib.util.spec_from_file_location("flashsim_gluon", pkg_dir / "__init__.py",
+                                                  submodule_search_locations=[str(pkg_dir)])
+    g = importlib.util.module_from_spec(spec)
+    sys.modules["flashsim_gluon"] = g
+    spec.loader.exec_module(g)
+    return g
 
 
 def load_triton_forward():

@@ -20,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("TRITON_ALWAYS_COMPILE", "1")
 
 import torch  # noqa: E402
@@ -28,20 +29,16 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 from triton.experimental.gluon._runtime import GluonASTSource  # noqa: E402
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
+from gluon_validate import load_gluon_files  # noqa: E402
 
 
 
 def _load_gluon_package():
-    """flashsim/kernels/gluon loaded from its files as a standalone package: importing flashsim.kernels would pick
-    a Triton backend (the interpreter on a CPU machine), which must not happen before an offline sm_90 compile."""
-    import importlib.util
-    pkg_dir = ROOT / "flashsim" / "kernels" / "gluon"
-    spec = importlib.util.spec_from_file_location("flashsim_gluon", pkg_dir / "__init__.py",
-                                                  submodule_search_locations=[str(pkg_dir)])
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["flashsim_gluon"] = mod
-    spec.loader.exec_module(mod)
+    """flashsim/kernels/gluon loaded from its files (:func:`gluon_validate.load_gluon_files`): importing
+    flashsim.kernels would pick a Triton backend (the interpreter on a CPU machine), which must not happen before an
+    offline sm_90 compile."""
     import importlib
+    mod = load_gluon_files()
     return mod, importlib.import_module("flashsim_gluon.bwd_sm90"), importlib.import_module("flashsim_gluon.fwd_sm90")
 
 
