@@ -636,8 +636,8 @@ def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal:
     res = {}
     total = L2Result()
     cap = max(1, int(hw.l2_bytes * l2_fraction))
+    shared, private, written = tile_costs
     for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k):
-        shared, private, written = tile_costs
         r = simulate_l2(progs, cap, hw.num_sms * programs_per_sm, flush_writes=flush_writes,
                         protected_fraction=protected_fraction, shared_cost=shared, private_cost=private,
                         write_cost=written)

@@ -14,7 +14,8 @@ Two parts, as in the notebook:
   :func:`warp_roles_table` and :func:`ring_protocol_table` (the kernel's roles and barriers),
   :func:`persistent_tile_order` and :func:`warp_schedule` (its tile order, and a picture of its warp roles, from
   :mod:`flashsim.course.ch14.schedule`), :func:`gluon_io` / :func:`gluon_io_table` (the kernel view of its
-  TMA copies), :func:`gluon_dram_model` and :func:`gluon_ncu_io` (the L2 model's DRAM bytes and ncu's, recorded), :class:`GluonSpeedDashboard` and :func:`measure_here` (the same comparison on this machine's GPU).
+  TMA copies), :func:`gluon_dram_model` and :func:`gluon_ncu_io` (the L2 model's DRAM bytes and ncu's, recorded),
+  :class:`GluonSpeedDashboard` and :func:`measure_here` (the same comparison on this machine's GPU).
 
 Every loader also reads a JSON file of the same kind (``path=``), e.g. a learner's own GPU run; an unusable file is
 said so and gives None or []. Captions say "recorded" for the shipped results and the file's path otherwise.
