@@ -116,9 +116,7 @@ def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
     bm, bn = cfg["BLOCK_M"], 128
     ds_trans = bool(cfg["DS_TRANS"])
     gdt = gl.float16 if dt == torch.float16 else gl.bfloat16
-    split = bool(cfg.get("SPLIT", False))
-    ds_trans = ds_trans or split
-    ds_shape = [bn // 2, bm] if split else ([bn, bm] if ds_trans else [bm, bn])
+    ds_shape = [bn, bm] if ds_trans else [bm, bn]
     ds_layout = gl.NVMMASharedLayout.get_default_for(ds_shape, gdt)
     args = dict(q_desc=_desc(dt, (BH * N, d), [bm, d]), do_desc=_desc(dt, (BH * N, d), [bm, d]),
                 k_desc=_desc(dt, (BH * N, d), [bn, d]), v_desc=_desc(dt, (BH * N, d), [bn, d]),
@@ -126,14 +124,12 @@ def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
                 lse_desc=_vdesc(BH * N, bm), delta_desc=_vdesc(BH * N, bm),
                 dq_ptr="*fp32", dk_ptr="*" + ("fp16" if dt == torch.float16 else "bf16"),
                 dv_ptr="*" + ("fp16" if dt == torch.float16 else "bf16"), lse_ptr="*fp32", delta_ptr="*fp32",
-                qk_scale="fp32", sm_scale="fp32", N="i32", n_kblk="i32")
+                qk_scale="fp32", sm_scale="fp32", N="i32", N_LSE="i32", n_kblk="i32")
     constexprs = dict(CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, HEAD_D=d, STAGES=cfg["STAGES"],
                       DQ_WN=1 if bm == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=bool(cfg.get("DQ_TMA", True)),
                       PIPE=bool(cfg.get("PIPE", False)), REVERSE=bool(cfg.get("REVERSE", False)), DS_LAYOUT=ds_layout,
-                      KB_OUTER=bool(cfg.get("KB_OUTER", False)), SPLIT=split,
-                      WAIT_DKV=bool(cfg.get("WAIT_DKV", d > 64)),
-                      LSE_SMEM=bool(cfg.get("LSE_SMEM", False)) and not split)
-    opts = dict(num_warps=4 if split else 8, maxnreg=G._max_regs(2) if split else 168)
+                      LSE_SMEM=bool(cfg.get("LSE_SMEM", False)))
+    opts = dict(num_warps=8, maxnreg=168)
     k = _compile(bwd_sm90.attn_bwd_sm90, args, constexprs, opts)
     tag = f"bwd_{str(dt)[6:]}_d{d}_c{int(causal)}_" + re.sub(r"[^A-Za-z0-9]+", "_", json.dumps(cfg_over)).strip("_")
     return k, _ptxas_report(k, sass_dir, tag)

@@ -68,15 +68,14 @@ def forward_config(d: int, causal: bool, N: int) -> dict:
 #: atomics from registers), PIPE (Sᵀ and dPᵀ of the next query block are issued before this block's dQ is waited
 #: for; False: each block starts when the one before has gone out), REVERSE (a CTA walks its query blocks from the
 #: last down to the diagonal, so that under a causal mask the CTAs of one head read the same Q/dO tiles at the same
-#: time), KB_OUTER (CTAs ordered key block outer, heads inner: longest first under a causal mask), SPLIT (each compute
-#: warpgroup its own partition with its own dS and dQ tiles and TMA reduce-adds: no barrier across warpgroups;
-#: WAIT_DKV, default at d=128: it finishes dK, dV before its dQ product, for registers), LSE_SMEM (the producer copies
-#: L and delta into the Q/dO ring slot by TMA and the compute warps read them from shared memory when they use them,
-#: instead of holding a global load's 32 registers across the wgmma issue: no spills at d=128).
+#: time), LSE_SMEM (the producer copies L and delta into the Q/dO ring slot by TMA and the compute warps read them
+#: from shared memory when they use them, instead of holding a global load's 32 registers across the wgmma issue:
+#: no spills at d=128).
 #: The entries are the fastest of the candidates benchmarks/gluon_validate.py --bwd --tune times (PIPE and
-#: REVERSE measured slower on an H200: with PIPE, ptxas serialises the wgmma pipeline (C7514); SPLIT and KB_OUTER
-#: no faster or slower: benchmarks/results/gluon_limiter_h200_2026-12-02.md). Shared memory at d=128,
-#: BLOCK_M=64, 2 slots: K 32 KB + V 32 KB + Q 2 x 16 KB + dO
+#: REVERSE measured slower on an H200: with PIPE, ptxas serialises the wgmma pipeline (C7514)). Two further options
+#: were measured and removed: one partition per compute warpgroup (the same time at d=64, 14-23% slower at d=128)
+#: and a key-block-outer CTA order (10-19% slower): benchmarks/results/gluon_limiter_h200_2026-12-02.md.
+#: Shared memory at d=128, BLOCK_M=64, 2 slots: K 32 KB + V 32 KB + Q 2 x 16 KB + dO
 #: 2 x 16 KB + dS 16 KB + the fp32 dQ tile 32 KB = 176 KB.
 BWD_CONFIGS = {
     (64, False): dict(BLOCK_M=64, STAGES=3, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False),
@@ -240,6 +239,26 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     return o, lse
 
 
+#: the keys a backward configuration may set (:data:`BWD_CONFIGS`, ``gluon_backward(config=...)``)
+BWD_CONFIG_KEYS = frozenset({"BLOCK_M", "STAGES", "DS_TRANS", "DQ_TMA", "PIPE", "REVERSE", "LSE_SMEM"})
+
+
+def lse_delta_rows(lse, delta):
+    """L and delta (B, H, N) fp32 as (B*H, N_LSE) rows for the LSE_SMEM descriptors, N_LSE = N rounded up to a
+    multiple of 4 (16 bytes): a TMA copy must start at a 16-byte aligned global address, and head bh's rows start at
+    4·bh·N_LSE bytes. Where N is already a multiple of 4 these are views of the inputs (no copy); otherwise copies
+    with zeros past N (the kernel masks those queries)."""
+    import torch
+    B, H, N = lse.shape
+    n_lse = -(-N // 4) * 4
+    if n_lse == N:
+        return lse.reshape(B * H, N), delta.reshape(B * H, N)
+    rows = torch.zeros((2, B * H, n_lse), dtype=torch.float32, device=lse.device)
+    rows[0, :, :N] = lse.reshape(B * H, N)
+    rows[1, :, :N] = delta.reshape(B * H, N)
+    return rows[0], rows[1]
+
+
 @functools.lru_cache(maxsize=None)
 def _backward_importable() -> tuple[bool, str]:
     try:
@@ -277,7 +296,8 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
 
     q, k, v, o, do: (B, H, N, d) CUDA tensors, fp16 or bf16, d in :data:`HEAD_DIMS`, any N; lse: (B, H, N) fp32,
     the forward's natural-log logsumexp; delta: (B, H, N) fp32 rowsum(dO ∘ O) (None: computed here).
-    ``config`` overrides keys of :data:`BWD_CONFIGS` (the tuning sweep). dQ is accumulated in fp32 from every K/V
+    ``config`` overrides keys of :data:`BWD_CONFIGS` (the tuning sweep; a key outside :data:`BWD_CONFIG_KEYS`
+    raises ``ValueError``). dQ is accumulated in fp32 from every K/V
     block, then scaled and rounded once.
     Raises ``RuntimeError`` with the reason when the inputs are not covered (:func:`backward_path`).
     """
@@ -286,6 +306,10 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+    unknown = set(config or {}) - BWD_CONFIG_KEYS
+    if unknown:
+        raise ValueError(f"gluon_backward: unknown configuration keys {sorted(unknown)} (known: "
+                         f"{sorted(BWD_CONFIG_KEYS)})")
     path, why = backward_path(q, k, v, causal)
     if path != "gluon":
         raise RuntimeError(f"gluon_backward: {why}")
@@ -299,9 +323,7 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     cfg.update(config or {})
     block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])
     dq_tma, pipe, reverse = bool(cfg.get("DQ_TMA", True)), bool(cfg.get("PIPE", False)), bool(cfg.get("REVERSE", False))
-    split, kb_outer = bool(cfg.get("SPLIT", False)), bool(cfg.get("KB_OUTER", False))
-    wait_dkv = bool(cfg.get("WAIT_DKV", d > 64))     # SPLIT only: finish dK, dV before the dQ product (registers)
-    ds_trans = ds_trans or split                     # SPLIT stores the dSᵀ tile the registers hold
+    lse_smem = bool(cfg.get("LSE_SMEM", False))
     q2, k2, v2, do2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v, do))
     lse = lse.contiguous().float()
     if delta is None:
@@ -315,7 +337,7 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
     qdo_layout = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
     kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
-    ds_shape = [block_n // 2, block_m] if split else ([block_n, block_m] if ds_trans else [block_m, block_n])
+    ds_shape = [block_n, block_m] if ds_trans else [block_m, block_n]
     ds_layout = gl.NVMMASharedLayout.get_default_for(ds_shape, gdt)
     q_desc = TensorDescriptor.from_tensor(q2, [block_m, d], qdo_layout)
     do_desc = TensorDescriptor.from_tensor(do2, [block_m, d], qdo_layout)
@@ -323,26 +345,29 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     v_desc = TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout)
     dq_desc = TensorDescriptor.from_tensor(dq_acc.view(B * H * N, d), [block_m, d],
                                            gl.NVMMASharedLayout.get_default_for([block_m, d], gl.float32))
-    lse_smem = bool(cfg.get("LSE_SMEM", False)) and not split
+    n_lse = N
     if lse_smem:
-        # L and delta as 1-D (B*H*N,) fp32 for the producer's TMA copies, BLOCK_M per query block
+        # L and delta as 1-D fp32 rows for the producer's TMA copies, BLOCK_M per query block, each copy starting at
+        # (row of head bh) + i*BLOCK_M: its global address must be 16-byte aligned (else the copy is an illegal
+        # instruction), so the rows are padded to a multiple of 4 fp32 where N is not one
+        lse_rows, delta_rows = lse_delta_rows(lse, delta)
+        n_lse = lse_rows.shape[-1]
         vec_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
-        lse_desc = TensorDescriptor.from_tensor(lse.view(B * H * N), [block_m], vec_layout)
-        delta_desc = TensorDescriptor.from_tensor(delta.view(B * H * N), [block_m], vec_layout)
+        lse_desc = TensorDescriptor.from_tensor(lse_rows.view(-1), [block_m], vec_layout)
+        delta_desc = TensorDescriptor.from_tensor(delta_rows.view(-1), [block_m], vec_layout)
     else:
         lse_desc = delta_desc = dq_desc              # unused placeholders (the kernel reads L and delta by pointer)
     n_kblk = triton.cdiv(N, block_n)
     attn_bwd_sm90[(n_kblk * B * H,)](q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, dq_acc, dk, dv,
-                                     lse, delta,
-                                     scale * LOG2E, scale, N, n_kblk, CAUSAL=bool(causal), BLOCK_M=block_m,
-                                     BLOCK_N=block_n, HEAD_D=d, STAGES=stages, DQ_WN=1 if block_m == 128 else 2,
-                                     DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe, REVERSE=reverse,
-                                     DS_LAYOUT=ds_layout, KB_OUTER=kb_outer, SPLIT=split, WAIT_DKV=wait_dkv,
-                                     LSE_SMEM=lse_smem,
-                                     num_warps=4 if split else 8, maxnreg=_max_regs(2) if split else 168)
+                                     lse, delta, scale * LOG2E, scale, N, n_lse, n_kblk, CAUSAL=bool(causal),
+                                     BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
+                                     DQ_WN=1 if block_m == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe,
+                                     REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem, num_warps=8,
+                                     maxnreg=168)
     dq = (dq_acc * scale).to(q.dtype)
     return dq, dk, dv
 
 
 __all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",
-           "forward_config", "HEAD_DIMS", "FWD_CONFIGS", "FWD_CONFIGS_BY_N", "BWD_CONFIGS", "BWD_DEFAULT_FROM_N"]
+           "forward_config", "lse_delta_rows", "HEAD_DIMS", "FWD_CONFIGS", "FWD_CONFIGS_BY_N", "BWD_CONFIGS",
+           "BWD_CONFIG_KEYS", "BWD_DEFAULT_FROM_N"]

@@ -8,18 +8,19 @@ shared memory and mbarriers:
 - the **compute** partition: two warpgroups (8 warps), 64 keys each, on asynchronous wgmma. Per query block of
   ``BLOCK_M`` rows it issues Sᵀ = K Qᵀ and dPᵀ = V dOᵀ together, recomputes Pᵀ = exp(Sᵀ·scale − L) while dPᵀ is still
   on the tensor cores, issues dV += Pᵀ dO and computes dSᵀ = Pᵀ ∘ (dPᵀ − delta) while dV runs, then dK += dSᵀ Q and
-  dQ_partial = dS K, the last from dS written to shared memory (both warpgroups need all 128 keys of it). Sᵀ and
-  dPᵀ of the next query block are issued before this block's dQ_partial is waited for, so the tensor cores have
-  work while it goes out. dK and dV stay in registers for the whole CTA and are written once; each dQ_partial is
+  dQ_partial = dS K, the last from dS written to shared memory (both warpgroups need all 128 keys of it). With
+  ``PIPE``, Sᵀ and dPᵀ of the next query block are issued before this block's dQ_partial is waited for, so the tensor
+  cores have work while it goes out. dK and dV stay in registers for the whole CTA and are written once; each dQ_partial is
   added into an fp32 dQ buffer (FlashAttention-2's and -3's choice: five matmuls per tile pair instead of the
   seven of recomputing dQ in its own pass): by a TMA reduce-add from shared memory (``DQ_TMA``, FA3's way: whole
   128-byte lines, issued by one thread, asynchronous), or by per-element atomics from registers.
 
 Options (constexpr; :data:`flashsim.kernels.gluon.BWD_CONFIGS`): ``LSE_SMEM``: L and delta of each query block come
 through the ring slot with Q and dO (TMA, by the producer) and are read from shared memory when used, so they do not
-hold registers across the wgmma issue (the committed kernel spilled at d=128 without it). ``SPLIT``: each compute
-warpgroup is a partition of its own with its own dSᵀ and dQ tiles (:func:`_bwd_compute_wg`). ``KB_OUTER``: CTA order
-key block outer. ``PIPE``: cross-block overlap (ptxas serialises it, C7514).
+hold registers across the wgmma issue (the pointer-load kernel spills at d=128). Their descriptors are 1-D over rows
+of ``N_LSE`` fp32 per head, N rounded up to 4 (16 bytes) on the host, because the global address a TMA copy starts
+at must be 16-byte aligned: with rows of N fp32 the copy of head bh starts at byte 4·bh·N, which for N not a multiple
+of 4 is not, and the copy raises an illegal instruction. ``PIPE``: cross-block overlap (ptxas serialises it, C7514).
 
 Layout and ragged N: Q, K, V, dO are seen as 2-D ``(B*H*N, d)`` tensors. A tile that runs past N reads the next
 head's rows (or TMA's zero fill past the end): Pᵀ is set to 0 for keys or queries past N (so their dS is 0 too),
@@ -64,16 +65,10 @@ def _m_range(nblk, N, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
 
 
 @gluon.jit
-def _cta_coords(pid, n_kblk, KB_OUTER: gl.constexpr):
-    """CTA -> (K/V block, batch*head). Key blocks inner (default): the CTAs that run together share one head's Q/dO
-    tiles through the L2. KB_OUTER: heads inner, key blocks outer, so that under a causal mask (where key block j
-    sees the query blocks from the diagonal down, fewer as j grows) the hardware launches the CTAs longest first
-    over the whole grid and no long CTA of the last head is left for the tail."""
-    if KB_OUTER:
-        n_bh = gl.num_programs(0) // n_kblk
-        return pid // n_bh, pid % n_bh
-    else:
-        return pid % n_kblk, pid // n_kblk
+def _cta_coords(pid, n_kblk):
+    """CTA -> (K/V block, batch*head), key blocks inner: the CTAs that run together share one head's Q/dO tiles
+    through the L2."""
+    return pid % n_kblk, pid // n_kblk
 
 
 @gluon.jit
@@ -89,12 +84,13 @@ def _m_block(c, lo, hi, REVERSE: gl.constexpr):
 
 @gluon.jit
 def _bwd_producer(q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
-                  N, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                  STAGES: gl.constexpr, REVERSE: gl.constexpr, KB_OUTER: gl.constexpr,
-                  lse_desc=None, delta_desc=None, lse_bufs=None, delta_bufs=None, LSE_SMEM: gl.constexpr = False):
-    """The load warp: K and V once, then Q and dO (LSE_SMEM: and L, delta) of each query block into the ring (slot
-    c % STAGES)."""
-    nblk, bh = _cta_coords(gl.program_id(0), n_kblk, KB_OUTER)
+                  lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL: gl.constexpr,
+                  BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, REVERSE: gl.constexpr,
+                  LSE_SMEM: gl.constexpr):
+    """The load warp: K and V once, then Q and dO (LSE_SMEM: and L, delta into ``lse_src``/``delta_src``, the
+    ring's fp32 slots; otherwise those are the compute warps' pointers and unused here) of each query block into
+    the ring (slot c % STAGES)."""
+    nblk, bh = _cta_coords(gl.program_id(0), n_kblk)
     row0 = bh * N
     mbarrier.expect(kv_ready, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
     # TMA: K tile, BLOCK_N*d elements, once per CTA (N*d per head over all CTAs)
@@ -110,8 +106,10 @@ def _bwd_producer(q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_sm
             mbarrier.expect(ready.index(s), q_desc.block_type.nbytes + do_desc.block_type.nbytes
                             + lse_desc.block_type.nbytes + delta_desc.block_type.nbytes)
             # TMA: L and delta of the block, BLOCK_M fp32 each, once per (query block, K/V block) pair
-            tma.async_copy_global_to_shared(lse_desc, [row0 + i * BLOCK_M], ready.index(s), lse_bufs.index(s))
-            tma.async_copy_global_to_shared(delta_desc, [row0 + i * BLOCK_M], ready.index(s), delta_bufs.index(s))
+            # (rows of N_LSE, a multiple of 4: every copy starts 16-byte aligned)
+            tma.async_copy_global_to_shared(lse_desc, [bh * N_LSE + i * BLOCK_M], ready.index(s), lse_src.index(s))
+            tma.async_copy_global_to_shared(delta_desc, [bh * N_LSE + i * BLOCK_M], ready.index(s),
+                                            delta_src.index(s))
         else:
             mbarrier.expect(ready.index(s), q_desc.block_type.nbytes + do_desc.block_type.nbytes)
         # TMA: Q tile, BLOCK_M*d elements, once per (query block, K/V block) pair (causal: from the diagonal down)
@@ -132,13 +130,14 @@ def _issue_s_dp(k_smem, v_smem, q_s, do_s, s_layout: gl.constexpr, BLOCK_M: gl.c
 
 @gluon.jit
 def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, ready, empty,
-              dq_desc, dq_ptr, lse_ptr, delta_ptr, qk_scale, bh, n0, N,
+              dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
               CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
               ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
     """One query block i against the CTA's keys. ISSUED: its Sᵀ and dPᵀ were issued by the step before (else it
     issues them here); NEXT: issue those of block i+1 before waiting for this block's dQ (so the tensor cores stay
-    busy while dQ goes out) and return their tokens."""
+    busy while dQ goes out) and return their tokens. ``lse_src``, ``delta_src``: L and delta as pointers to rows of
+    N fp32, or (LSE_SMEM) as the ring's shared-memory slots the producer filled."""
     dtype: gl.constexpr = q_bufs.dtype
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1],
                                                        instr_shape=[16, BLOCK_M, 16])
@@ -156,8 +155,8 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     q_ok = qs < N
     if not LSE_SMEM:
         # reads L and delta once per (query block, K/V block) pair: BLOCK_M fp32 each
-        lse2 = gl.load(lse_ptr + bh * N + qs, mask=q_ok, other=0.0) * 1.4426950408889634
-        delta = gl.load(delta_ptr + bh * N + qs, mask=q_ok, other=0.0)
+        lse2 = gl.load(lse_src + bh * N + qs, mask=q_ok, other=0.0) * 1.4426950408889634
+        delta = gl.load(delta_src + bh * N + qs, mask=q_ok, other=0.0)
     if not ISSUED:
         mbarrier.wait(ready.index(s), (c // STAGES) & 1)
         sT, dpT = _issue_s_dp(k_smem, v_smem, q_s, do_s, s_layout, BLOCK_M, BLOCK_N)
@@ -166,7 +165,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     if LSE_SMEM:
         # L of the block from its ring slot (the producer's TMA copy, rows past N: the next head's or zeros, masked
         # below): read now, not held in registers across the wgmma issue
-        lse2 = lse_ptr.index(s).load(gl.SliceLayout(0, s_layout)) * 1.4426950408889634
+        lse2 = lse_src.index(s).load(gl.SliceLayout(0, s_layout)) * 1.4426950408889634
     pT = gl.exp2(sT * qk_scale - gl.expand_dims(lse2, 0))   # recomputed Pᵀ
     need = (m0 + BLOCK_M > N) | (n0 + BLOCK_N > N)
     if CAUSAL:
@@ -181,7 +180,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     dv = warpgroup_mma(pT16, do_s, dv, is_async=True)
     dpT = warpgroup_mma_wait(1, deps=(dpT,))         # dPᵀ done; dV may still run
     if LSE_SMEM:
-        delta = delta_ptr.index(s).load(gl.SliceLayout(0, s_layout))
+        delta = delta_src.index(s).load(gl.SliceLayout(0, s_layout))
     dsT = (pT * (dpT - gl.expand_dims(delta, 0))).to(dtype)
     dsT_op = gl.convert_layout(dsT, op_layout)
     dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
@@ -231,18 +230,18 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
 
 @gluon.jit
 def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
-                 dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, qk_scale, sm_scale, N, n_kblk,
+                 dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
                  CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                  STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-                 PIPE: gl.constexpr, REVERSE: gl.constexpr, KB_OUTER: gl.constexpr, LSE_SMEM: gl.constexpr):
+                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr):
     """Two warpgroups, 64 keys each (wgmma layouts with 8 warps along the 128 keys): dK, dV in registers for the
-    whole CTA; Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added."""
+    whole CTA; PIPE: Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added."""
     dtype: gl.constexpr = q_bufs.dtype
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1],
                                                        instr_shape=[16, BLOCK_M, 16])
     kv_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1],
                                                         instr_shape=[16, HEAD_D, 16])
-    nblk, bh = _cta_coords(gl.program_id(0), n_kblk, KB_OUTER)
+    nblk, bh = _cta_coords(gl.program_id(0), n_kblk)
     n0 = nblk * BLOCK_N
     lo, hi = _m_range(nblk, N, CAUSAL, BLOCK_M, BLOCK_N)
     dk = gl.zeros([BLOCK_N, HEAD_D], gl.float32, kv_layout)
@@ -253,17 +252,17 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
         sT, dpT = _issue_s_dp(k_smem, v_smem, q_bufs.index(0), do_bufs.index(0), s_layout, BLOCK_M, BLOCK_N)
         for c in range(0, hi - lo - 1):
             dk, dv, sT, dpT = _bwd_step(c, _m_block(c, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem,
-                                        dq_smem, ready, empty, dq_desc, dq_ptr, lse_ptr, delta_ptr, qk_scale, bh, n0,
+                                        dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0,
                                         N, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA,
                                         True, True, LSE_SMEM)
         dk, dv = _bwd_step(hi - lo - 1, _m_block(hi - lo - 1, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
-                           ready, empty, dq_desc, dq_ptr, lse_ptr, delta_ptr, qk_scale, bh, n0, N,
+                           ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, True, False,
                            LSE_SMEM)
     else:
         for c in range(0, hi - lo):
             dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
-                               ready, empty, dq_desc, dq_ptr, lse_ptr, delta_ptr, qk_scale, bh, n0, N,
+                               ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
                                LSE_SMEM)
     if DQ_TMA:
@@ -279,169 +278,29 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
     gl.store(dv_ptr + off, dv.to(dtype), mask=mask)
 
 
-@gluon.jit
-def _bwd_compute_wg(q_bufs, do_bufs, k_smem, v_smem, ds_bufs, dq_bufs, kv_ready, ready, empty,
-                    dq_desc, dk_ptr, dv_ptr, lse_ptr, delta_ptr, qk_scale, sm_scale, N, n_kblk,
-                    WG: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                    HEAD_D: gl.constexpr, STAGES: gl.constexpr, REVERSE: gl.constexpr, KB_OUTER: gl.constexpr,
-                    WAIT_DKV: gl.constexpr):
-    """SPLIT: one warpgroup (a partition of its own) owning keys [64·WG, 64·WG + 64) of the CTA's 128. It needs
-    nothing from the other warpgroup: its dQ partial dS[:, own keys] K[own keys] goes through its own dS and dQ
-    tiles in shared memory and its own TMA reduce-add (twice the reduce-adds of the shared-dS kernel), so its
-    barriers span its own 4 warps and the two warpgroups drift apart: one's exponentials and dS run while the
-    other's wgmma use the tensor cores."""
-    dtype: gl.constexpr = q_bufs.dtype
-    KEYS: gl.constexpr = BLOCK_N // 2
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_M, 16])
-    kv_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                        instr_shape=[16, HEAD_D, 16])
-    op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=kv_layout, k_width=2)
-    nblk, bh = _cta_coords(gl.program_id(0), n_kblk, KB_OUTER)
-    n0 = nblk * BLOCK_N + WG * KEYS                  # this warpgroup's first key
-    k_w = k_smem.slice(WG * KEYS, KEYS)              # (64, d) views of the CTA's K and V tiles
-    v_w = v_smem.slice(WG * KEYS, KEYS)
-    ds_smem = ds_bufs.index(WG)                      # (64, BLOCK_M): this warpgroup's dSᵀ
-    dq_smem = dq_bufs.index(WG)                      # (BLOCK_M, d) fp32: this warpgroup's dQ partial
-    lo, hi = _m_range(nblk, N, CAUSAL, BLOCK_M, BLOCK_N)
-    dk = gl.zeros([KEYS, HEAD_D], gl.float32, kv_layout)
-    dv = gl.zeros([KEYS, HEAD_D], gl.float32, kv_layout)
-    keys = n0 + gl.arange(0, KEYS, layout=gl.SliceLayout(1, s_layout))
-    mbarrier.wait(kv_ready, 0)
-    for c in range(0, hi - lo):
-        i = _m_block(c, lo, hi, REVERSE)
-        s = c % STAGES
-        m0 = i * BLOCK_M
-        q_s = q_bufs.index(s)
-        do_s = do_bufs.index(s)
-        qs = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, s_layout))   # query index of each Sᵀ column
-        q_ok = qs < N
-        # reads L and delta once per (query block, warpgroup) pair: BLOCK_M fp32 each
-        lse2 = gl.load(lse_ptr + bh * N + qs, mask=q_ok, other=0.0) * 1.4426950408889634
-        delta = gl.load(delta_ptr + bh * N + qs, mask=q_ok, other=0.0)
-        mbarrier.wait(ready.index(s), (c // STAGES) & 1)
-        sT = warpgroup_mma(k_w, q_s.permute((1, 0)), gl.zeros([KEYS, BLOCK_M], gl.float32, s_layout),
-                           use_acc=False, is_async=True)
-        dpT = warpgroup_mma(v_w, do_s.permute((1, 0)), gl.zeros([KEYS, BLOCK_M], gl.float32, s_layout),
-                            use_acc=False, is_async=True)
-        sT = warpgroup_mma_wait(1, deps=(sT,))       # Sᵀ done; dPᵀ may still run
-        pT = gl.exp2(sT * qk_scale - gl.expand_dims(lse2, 0))   # recomputed Pᵀ
-        need = (m0 + BLOCK_M > N) | (n0 + KEYS > N)
-        if CAUSAL:
-            need = need | (m0 < n0 + KEYS)
-        if need:                                     # a ragged edge or the diagonal: mask Pᵀ (so dSᵀ too)
-            keep = gl.expand_dims(q_ok, 0) & gl.expand_dims(keys < N, 1)
-            if CAUSAL:
-                keep = keep & (gl.expand_dims(qs, 0) >= gl.expand_dims(keys, 1))
-            pT = gl.where(keep, pT, 0.0)
-        pT16 = gl.convert_layout(pT.to(dtype), op_layout)
-        dv = warpgroup_mma(pT16, do_s, dv, is_async=True)
-        dpT = warpgroup_mma_wait(1, deps=(dpT,))     # dPᵀ done; dV may still run
-        dsT = (pT * (dpT - gl.expand_dims(delta, 0))).to(dtype)
-        dsT_op = gl.convert_layout(dsT, op_layout)
-        dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
-        tma.store_wait(0)                            # this warpgroup's previous dQ add has read dq_smem
-        ds_smem.store(dsT)                           # (64, BLOCK_M); dQ reads it transposed
-        fence_async_shared()
-        _sync()                                      # this warpgroup's 4 warps: all of dSᵀ is in shared memory
-        if WAIT_DKV:
-            # d=128: dK and dV (128 registers) plus a 64 x d dQ accumulator (64) and the dS/P operands in flight
-            # (32) exceed the 240 registers of a warpgroup (ptxas then serialises every wgmma, C7512): finish dK
-            # and dV first, so that the dQ product runs alone in this warpgroup (the other one keeps the tensor
-            # cores busy meanwhile)
-            dv, dk, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, pT16, dsT_op))
-        dq = warpgroup_mma(ds_smem.permute((1, 0)), k_w, gl.zeros([BLOCK_M, HEAD_D], gl.float32, kv_layout),
-                           use_acc=False, is_async=True)
-        if WAIT_DKV:
-            dq = warpgroup_mma_wait(0, deps=(dq,))
-        else:
-            dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
-        mbarrier.arrive(empty.index(s))              # this warpgroup is done with the Q/dO slot (count 2)
-        dq_smem.store(dq)
-        fence_async_shared()
-        _sync()                                      # the partial is in shared memory
-        # TMA reduce: adds BLOCK_M*d fp32 into dQ per (query block, warpgroup) pair (rows past N add zeros)
-        _tma_add(dq_desc, [bh * N + m0, 0], dq_smem)
-    tma.store_wait(0)                                # the last dQ add has read dq_smem before the CTA exits
-
-    rows = n0 + gl.arange(0, KEYS, layout=gl.SliceLayout(1, kv_layout))
-    cols = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, kv_layout))
-    off = gl.expand_dims((bh * N + rows).to(gl.int64) * HEAD_D, 1) + gl.expand_dims(cols, 0)
-    mask = gl.expand_dims(rows < N, 1) & gl.expand_dims(cols < HEAD_D, 0)
-    # writes dK once: 64*d elements per warpgroup (rows past N dropped)
-    gl.store(dk_ptr + off, (dk * sm_scale).to(dtype), mask=mask)
-    # writes dV once: 64*d elements per warpgroup
-    gl.store(dv_ptr + off, dv.to(dtype), mask=mask)
-
-
-@gluon.jit(do_not_specialize=["N", "n_kblk"])
+@gluon.jit(do_not_specialize=["N", "N_LSE", "n_kblk"])
 def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr,
-                  delta_ptr, qk_scale,
-                  sm_scale, N, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                  HEAD_D: gl.constexpr, STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr,
-                  DQ_TMA: gl.constexpr, PIPE: gl.constexpr, REVERSE: gl.constexpr, DS_LAYOUT: gl.constexpr,
-                  KB_OUTER: gl.constexpr = False, SPLIT: gl.constexpr = False, WAIT_DKV: gl.constexpr = False,
-                  LSE_SMEM: gl.constexpr = False):
-    """Allocate K, V, the Q/dO ring, the dS tile and the mbarriers, then fork into producer and compute."""
+                  delta_ptr, qk_scale, sm_scale, N, N_LSE, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
+                  BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, DQ_WN: gl.constexpr,
+                  DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr, PIPE: gl.constexpr, REVERSE: gl.constexpr,
+                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
+    """Allocate K, V, the Q/dO ring (LSE_SMEM: with L and delta slots), the dS tile, the dQ tile and the mbarriers,
+    then fork into producer and compute. The two compute warpgroups are one 8-warp partition sharing one dS tile.
+    LSE_SMEM: L and delta come through the ring with Q and dO (TMA), so the compute warps read them from shared
+    memory when they use them instead of holding a global load's registers across the wgmma issue (at d=128 they
+    spill); otherwise the compute warps load them by pointer (``lse_ptr``, ``delta_ptr``, rows of N)."""
     gl.static_assert(BLOCK_N == 128, "two warpgroups of 64 keys")
     dtype: gl.constexpr = q_desc.dtype
     k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_D], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_D], v_desc.layout)
     q_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_D], q_desc.layout)
     do_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, HEAD_D], do_desc.layout)
-    if SPLIT:
-        gl.static_assert(DQ_TMA and BLOCK_M == 64, "SPLIT: dQ by TMA, 64-row Q blocks")
-        _bwd_split(q_desc, do_desc, k_desc, v_desc, dq_desc, dk_ptr, dv_ptr, lse_ptr, delta_ptr, qk_scale, sm_scale,
-                   N, n_kblk, k_smem, v_smem, q_bufs, do_bufs, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, REVERSE,
-                   DS_LAYOUT, KB_OUTER, WAIT_DKV)
-    else:
-        _bwd_shared(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr,
-                    delta_ptr, qk_scale, sm_scale, N, n_kblk, k_smem, v_smem, q_bufs, do_bufs, CAUSAL, BLOCK_M,
-                    BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, DS_LAYOUT, KB_OUTER, LSE_SMEM)
-
-
-@gluon.jit
-def _bwd_split(q_desc, do_desc, k_desc, v_desc, dq_desc, dk_ptr, dv_ptr, lse_ptr, delta_ptr, qk_scale, sm_scale,
-               N, n_kblk, k_smem, v_smem, q_bufs, do_bufs, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
-               BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, REVERSE: gl.constexpr,
-               DS_LAYOUT: gl.constexpr, KB_OUTER: gl.constexpr, WAIT_DKV: gl.constexpr):
-    """SPLIT: a dSᵀ and a dQ tile per warpgroup, a Q/dO slot released by both, three partitions."""
-    dtype: gl.constexpr = q_desc.dtype
-    ds_bufs = gl.allocate_shared_memory(dtype, [2, BLOCK_N // 2, BLOCK_M], DS_LAYOUT)
-    dq_bufs = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, HEAD_D], dq_desc.layout)   # dQ partials, fp32
-    kv_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(kv_ready, count=1)
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)       # completed by the TMA byte count
-        mbarrier.init(empty.index(i), count=2)       # both warpgroups release the slot
-    fence_async_shared()
-    gl.warp_specialize([
-        (_bwd_compute_wg, (q_bufs, do_bufs, k_smem, v_smem, ds_bufs, dq_bufs, kv_ready, ready, empty,
-                           dq_desc, dk_ptr, dv_ptr, lse_ptr, delta_ptr, qk_scale, sm_scale, N, n_kblk,
-                           0, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, REVERSE, KB_OUTER, WAIT_DKV)),
-        (_bwd_compute_wg, (q_bufs, do_bufs, k_smem, v_smem, ds_bufs, dq_bufs, kv_ready, ready, empty,
-                           dq_desc, dk_ptr, dv_ptr, lse_ptr, delta_ptr, qk_scale, sm_scale, N, n_kblk,
-                           1, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, REVERSE, KB_OUTER, WAIT_DKV)),
-        (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
-                         N, n_kblk, CAUSAL, BLOCK_M, BLOCK_N, STAGES, REVERSE, KB_OUTER)),
-    ], [4, 1], [240, 24])
-
-
-@gluon.jit
-def _bwd_shared(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr,
-                delta_ptr, qk_scale, sm_scale, N, n_kblk, k_smem, v_smem, q_bufs, do_bufs, CAUSAL: gl.constexpr,
-                BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr,
-                DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr, PIPE: gl.constexpr,
-                REVERSE: gl.constexpr, DS_LAYOUT: gl.constexpr, KB_OUTER: gl.constexpr, LSE_SMEM: gl.constexpr):
-    """The two warpgroups as one 8-warp partition sharing one dS tile (the first kernel). LSE_SMEM: L and delta
-    come through the ring with Q and dO (TMA), so the compute warps read them from shared memory when they use
-    them instead of holding a global load's registers across the wgmma issue (at d=128 they spill)."""
-    dtype: gl.constexpr = q_desc.dtype
     if LSE_SMEM:
-        lse_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], lse_desc.layout)
-        delta_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], delta_desc.layout)
+        lse_src = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], lse_desc.layout)
+        delta_src = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], delta_desc.layout)
+    else:
+        lse_src = lse_ptr
+        delta_src = delta_ptr
     if DS_TRANS:
         ds_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, BLOCK_M], DS_LAYOUT)
     else:
@@ -458,22 +317,11 @@ def _bwd_shared(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, 
         mbarrier.init(ready.index(i), count=1)       # completed by the TMA byte count
         mbarrier.init(empty.index(i), count=1)       # the compute partition, after a barrier over its warps
     fence_async_shared()
-    if LSE_SMEM:
-        gl.warp_specialize([
-            (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
-                            dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_bufs, delta_bufs, qk_scale, sm_scale, N, n_kblk,
-                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE,
-                            KB_OUTER, True)),
-            (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready,
-                             empty, N, n_kblk, CAUSAL, BLOCK_M, BLOCK_N, STAGES, REVERSE, KB_OUTER,
-                             lse_desc, delta_desc, lse_bufs, delta_bufs, True)),
-        ], [1], [24])
-    else:
-        gl.warp_specialize([
-            (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
-                            dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr, delta_ptr, qk_scale, sm_scale, N, n_kblk,
-                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE,
-                            KB_OUTER, False)),
-            (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready,
-                             empty, N, n_kblk, CAUSAL, BLOCK_M, BLOCK_N, STAGES, REVERSE, KB_OUTER)),
-        ], [1], [24])
+    gl.warp_specialize([
+        (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
+                        dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
+                        CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM)),
+        (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
+                         lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
+                         STAGES, REVERSE, LSE_SMEM)),
+    ], [1], [24])
