@@ -203,37 +203,72 @@ def ncu_launch_sequence(argv: list, kernel_regex: str, metrics=None, timeout: fl
     return {"launches": [_launch_record(r) for r in rows], "passes": passes}
 
 
-def writeback_totals(launches: list, flush_kernel: str, baseline_write_bytes: float | None = None) -> dict:
+def writeback_totals(launches: list, flush_kernel: str, baseline_write_bytes: float | None = None,
+                     before: int = 1, after: int = 1, base: int = 0) -> dict:
     """Pair each measured launch with the flushes around it (:func:`ncu_launch_sequence`'s records).
 
-    ``launches``: one profiled range, ``[F, F, (F, K, F)...]``: two flushes (the second, after a flush, measures
-    the flush's own DRAM bytes: the baseline), then per measured launch ``K`` a flush before it (which writes back
-    whatever ran unprofiled in between, e.g. an output buffer's fill, so K starts with a clean L2 as in ncu's own
-    per-kernel window) and one after it. Per K: ``window_*`` (its own counters), ``residue_write_bytes`` (the
-    flush after it writes K's dirty lines left in the L2, less the flush's own baseline writes:
-    ``baseline_write_bytes``, default this range's second flush), ``residue_read_bytes`` (that flush's reads
-    beyond the baseline's: a check that write-back costs no reads), ``pre_write_bytes`` (the flush before it) and
-    ``total_read_bytes`` = the window's, ``total_write_bytes`` = window + residue. Raises FlashsimError when the
-    launches are not in that order.
+    ``launches``: one profiled range, two flushes (the second, after a flush, measures the flush's own DRAM bytes)
+    then per measured launch ``K`` a block ``[F x before, K, F x after, F x base]``: the flushes before it write
+    back whatever ran unprofiled in between (e.g. an output buffer's fill), so K starts with a clean L2 as in ncu's
+    own per-kernel window; those after it write back K's dirty lines; the ``base`` flushes after those run on a
+    clean L2, the same sequence with no launch, adjacent in time: their writes are what the ``after`` flushes
+    write of their own. Per K: ``window_*`` (its own counters), ``residue_write_bytes`` (the after flushes'
+    writes less the flushes' own: the block's base flushes when ``base`` (which must then equal ``after``), else
+    ``after`` x ``baseline_write_bytes``, default this range's second flush), ``residue_read_bytes`` (their reads
+    beyond the baseline's: a check that write-back costs no reads), ``pre_write_bytes`` (the flushes before it)
+    and ``total_read_bytes`` = the window's, ``total_write_bytes`` = window + residue. Raises FlashsimError when
+    the launches are not in that order.
     """
     names = [L["kernel"] for L in launches]
-    if len(names) < 2 or names[:2] != [flush_kernel] * 2 or (len(names) - 2) % 3:
-        raise FlashsimError(f"writeback_totals: expected [flush, flush, (flush, kernel, flush)...], got {names}")
-    base = launches[1]
-    base_w = base["dram_write_bytes"] if baseline_write_bytes is None else baseline_write_bytes
+    block = before + 1 + after + base
+    shape = f"[flush, flush, (flush x {before}, kernel, flush x {after + base})...]"
+    if (base and base != after) or before < 1 or after < 1:
+        raise FlashsimError(f"writeback_totals: before, after >= 1 and base 0 or = after, got {before, after, base}")
+    if len(names) < 2 or names[:2] != [flush_kernel] * 2 or (len(names) - 2) % block:
+        raise FlashsimError(f"writeback_totals: expected {shape}, got {names}")
+    first = launches[1]
+    base_w = first["dram_write_bytes"] if baseline_write_bytes is None else baseline_write_bytes
     out = []
-    for pre, k, f in zip(launches[2::3], launches[3::3], launches[4::3]):
-        if pre["kernel"] != flush_kernel or k["kernel"] == flush_kernel or f["kernel"] != flush_kernel:
-            raise FlashsimError(f"writeback_totals: expected [flush, flush, (flush, kernel, flush)...], got {names}")
-        res_w = f["dram_write_bytes"] - base_w
+    for i in range(2, len(launches), block):
+        pre, k = launches[i:i + before], launches[i + before]
+        post = launches[i + before + 1:i + before + 1 + after]
+        own = launches[i + before + 1 + after:i + block]
+        if any(L["kernel"] != flush_kernel for L in pre + post + own) or k["kernel"] == flush_kernel:
+            raise FlashsimError(f"writeback_totals: expected {shape}, got {names}")
+        post_w, post_r = sum(L["dram_write_bytes"] for L in post), sum(L["dram_read_bytes"] for L in post)
+        own_w = sum(L["dram_write_bytes"] for L in own) if base else after * base_w
+        own_r = sum(L["dram_read_bytes"] for L in own) if base else after * first["dram_read_bytes"]
+        res_w = post_w - own_w
         out.append({"kernel": k["kernel"], "window_read_bytes": k["dram_read_bytes"],
                     "window_write_bytes": k["dram_write_bytes"], "residue_write_bytes": res_w,
-                    "residue_read_bytes": f["dram_read_bytes"] - base["dram_read_bytes"],
-                    "pre_write_bytes": pre["dram_write_bytes"], "total_read_bytes": k["dram_read_bytes"],
+                    "residue_read_bytes": post_r - own_r, "own_write_bytes": own_w,
+                    "pre_write_bytes": sum(L["dram_write_bytes"] for L in pre), "total_read_bytes": k["dram_read_bytes"],
                     "total_write_bytes": k["dram_write_bytes"] + res_w})
-    return {"baseline": {"dram_read_bytes": base["dram_read_bytes"], "dram_write_bytes": base["dram_write_bytes"],
-                         "subtracted_write_bytes": base_w, "first_flush_write_bytes": launches[0]["dram_write_bytes"]},
+    return {"baseline": {"dram_read_bytes": first["dram_read_bytes"], "dram_write_bytes": first["dram_write_bytes"],
+                         "subtracted_write_bytes": None if base else base_w,
+                         "first_flush_write_bytes": launches[0]["dram_write_bytes"]},
             "launches": out}
+
+
+def writeback_median(blocks: list, names: list) -> list:
+    """The repeats of one call's launches merged: ``blocks`` = :func:`writeback_totals`' launches of ``R`` calls
+    in order (R x len(names)); per launch name, the repeat whose ``total_write_bytes`` is the median (its fields,
+    so window + residue = total still holds), ``total_read_bytes`` = the median of the reads, and ``repeats`` =
+    each repeat's (total read, total write, own write) bytes. Median, not mean: the flushes' own writes are
+    0.04-0.1 MiB or 0.2-0.8 MiB (2026-12-02_4: a flush after a flush, 209 samples), one outlier moves a mean."""
+    n = len(names)
+    if not n or len(blocks) % n or [b["kernel"] for b in blocks] != list(names) * (len(blocks) // n):
+        raise FlashsimError(f"writeback_median: expected {list(names)} repeated, got {[b['kernel'] for b in blocks]}")
+    out = []
+    for j in range(n):
+        reps = blocks[j::n]
+        order = sorted(range(len(reps)), key=lambda r: reps[r]["total_write_bytes"])
+        mid = dict(reps[order[(len(reps) - 1) // 2]])
+        reads = sorted(r["total_read_bytes"] for r in reps)
+        mid["total_read_bytes"] = reads[(len(reads) - 1) // 2]
+        mid["repeats"] = [[r["total_read_bytes"], r["total_write_bytes"], r.get("own_write_bytes")] for r in reps]
+        out.append(mid)
+    return out
 
 
 def ncu_profile(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",

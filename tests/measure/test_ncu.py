@@ -82,6 +82,40 @@ def test_writeback_totals_adds_the_flushs_writes_less_its_own():
     assert writeback_totals(seq, "F", baseline_write_bytes=0.5)["launches"][0]["total_write_bytes"] == 27.5
 
 
+def test_writeback_totals_with_base_flushes_subtracts_the_adjacent_ones():
+    """[F, F, (F, F, K, F, F, F, F)...]: two flushes before K, two after it counted, two after those (on a clean
+    L2) subtracted: K1 writes 20 in its window, the two after it 9 + 2, the base ones 1 + 1: total 29."""
+    from flashsim.measure.ncu import writeback_totals
+    seq = [_rec("F", 256, 40), _rec("F", 256, 1),
+           _rec("F", 256, 30), _rec("F", 256, 2), _rec("_a", 100, 20), _rec("F", 257, 9), _rec("F", 256, 2),
+           _rec("F", 256, 1), _rec("F", 256, 1),
+           _rec("F", 256, 1), _rec("F", 256, 1), _rec("_b", 50, 5), _rec("F", 256, 1), _rec("F", 256, 1),
+           _rec("F", 256, 1), _rec("F", 256, 1)]
+    res = writeback_totals(seq, "F", before=2, after=2, base=2)
+    a, b = res["launches"]
+    assert (a["window_write_bytes"], a["residue_write_bytes"], a["own_write_bytes"], a["total_write_bytes"]) == \
+        (20, 9, 2, 29)
+    assert (a["pre_write_bytes"], a["residue_read_bytes"], b["total_write_bytes"]) == (32, 1, 5)
+    assert res["baseline"]["subtracted_write_bytes"] is None
+    with pytest.raises(FlashsimError, match="expected"):
+        writeback_totals(seq[:-1], "F", before=2, after=2, base=2)
+    with pytest.raises(FlashsimError, match="base 0 or = after"):
+        writeback_totals(seq, "F", before=2, after=2, base=1)
+
+
+def test_writeback_median_takes_the_median_repeat_per_launch():
+    from flashsim.measure.ncu import writeback_median
+    blocks = [{"kernel": k, "total_read_bytes": r, "total_write_bytes": w, "own_write_bytes": 1}
+              for k, r, w in [("_a", 10, 5), ("_b", 1, 7), ("_a", 12, 9), ("_b", 3, 6), ("_a", 11, 4),
+                              ("_b", 2, 8)]]
+    a, b = writeback_median(blocks, ["_a", "_b"])
+    assert (a["total_write_bytes"], a["total_read_bytes"]) == (5, 11)
+    assert (b["total_write_bytes"], b["total_read_bytes"]) == (7, 2)
+    assert a["repeats"] == [[10, 5, 1], [12, 9, 1], [11, 4, 1]]
+    with pytest.raises(FlashsimError, match="repeated"):
+        writeback_median(blocks[:5], ["_a", "_b"])
+
+
 @pytest.mark.parametrize("names", [["F", "_a", "F"], ["F", "F", "_a", "F"], ["F", "F", "F", "_a", "_b"],
                                    ["F", "F", "F", "F", "F"]])
 def test_writeback_totals_refuses_a_sequence_out_of_order(names):
