@@ -87,9 +87,9 @@ PROBE_WRITE_MIB = (0.5, 2, 8, 24, 48, 96)
 #: what the probe allows: the first run (2026-12-02_4, call 1) found window + flush within 0.1-0.7 MiB of the bytes
 #: written with a flush of 256 MiB (0.2-1.2 MiB with 1 GiB), and a flush after a flush writing 0.05-0.5 MiB itself
 PROBE_TOLERANCE_BYTES = 1 * MIB
-#: the resolution the method is meant to have (the probe's worst error on writes that fit in the L2): under the
-#: smallest allowance of a write-once launch of 2026-12-02_4 that the old method missed by resolution (5 % of
-#: 0.5 MiB, 0.025 MiB) would need more than ncu gives; 0.05 MiB is what is asked of it, and reported
+#: the resolution asked of the method (the probe's worst error on writes that fit in the L2): well under the
+#: 0.12-0.40 MiB by which 2026-12-02_4 missed write-once launches, and about the allowance of a 1 MiB write in a
+#: launch moving more than 40 MiB (5 %)
 PROBE_RESOLUTION_BYTES = 0.05 * MIB
 
 # (batch, heads, n, d, causal, block_m, block_n, set). set "fit": in the 2026-11-29 sweep the L2 model's settings
