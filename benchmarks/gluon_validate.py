@@ -415,18 +415,9 @@ def print_table(result):
 #: backward configurations tried by --tune (keys of flashsim.kernels.gluon.BWD_CONFIGS), per head dim
 BWD_CANDIDATES = {
     (64, False): [{}, dict(LSE_SMEM=True)],
-    (64, True): [{}, dict(LSE_SMEM=True)],
-    (128, False): [{}, dict(LSE_SMEM=True)],
-    (128, True): [{}, dict(LSE_SMEM=True)],
-}
-
-#: candidates timed by earlier runs (kept for --tune-all): SPLIT (one partition per warpgroup, no shared dS),
-#: KB_OUTER (longest-first CTA order under a causal mask); gluon_limiter_h200_2026-12-02.md has their times
-BWD_CANDIDATES_EARLIER = {
-    (64, False): [{}, dict(SPLIT=True)],
-    (64, True): [{}, dict(SPLIT=True), dict(KB_OUTER=True), dict(SPLIT=True, KB_OUTER=True)],
-    (128, False): [{}, dict(SPLIT=True)],
-    (128, True): [{}, dict(SPLIT=True), dict(KB_OUTER=True), dict(SPLIT=True, KB_OUTER=True)],
+    (64, True): [{}, dict(LSE_SMEM=True), dict(LSE_SMEM=True, STAGES=3)],
+    (128, False): [{}, dict(LSE_SMEM=True), dict(LSE_SMEM=True, STAGES=3)],
+    (128, True): [{}, dict(LSE_SMEM=True), dict(LSE_SMEM=True, STAGES=3)],
 }
 
 #: forward overrides tried by --fwd-by-n, per (d, causal), at N = 2048 and 16384 (fp16)
@@ -500,8 +491,11 @@ def bwd_flops(B, H, N, d, causal):
     return 2.5 * flops(B, H, N, d, causal)
 
 
-def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=None, with_triton=True):
-    """The backward alone, timed: cuDNN, SDPA-flash (autograd.grad on a saved graph), Triton, Gluon (each config)."""
+def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=None, with_triton=True,
+                 flash_forward=None):
+    """The backward, timed: cuDNN, SDPA-flash (autograd.grad on a saved graph), Triton, Gluon (each config); and the
+    forward on the same inputs: cuDNN, SDPA-flash, Gluon, the Triton forward (``flash_forward`` given) and, in fp16
+    rows, the Gluon forward with ping-pong off (the ablation chapter 14 shows)."""
     import torch
     from torch.nn.attention import SDPBackend
     B, H = 16384 // N, 2048 // d
@@ -535,6 +529,10 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
     fwd_fns = {"cudnn_fwd": sdpa_fn(SDPBackend.CUDNN_ATTENTION, q, k, v, causal),
                "flash_fwd": sdpa_fn(SDPBackend.FLASH_ATTENTION, q, k, v, causal),
                "gluon_fwd": lambda: g.gluon_forward(q, k, v, causal=causal)}
+    if flash_forward is not None:
+        fwd_fns["triton_fwd"] = lambda: flash_forward(q, k, v, causal=causal, gluon=False)
+    if dtype == torch.float16:
+        fwd_fns["gluon_no_pingpong_fwd"] = lambda: g.gluon_forward(q, k, v, causal=causal, pingpong=False)
     time_fns(row, fwd_fns, fl_fwd, warmup, rep, suffix="_fwd")
 
     fns = {}
@@ -551,12 +549,32 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
         fns["gluon"] = lambda: g.gluon_backward(q, k, v, o, lse, do, causal=causal)
     if configs:
         # other configurations against the chosen one, both fed one precomputed delta (the kernel, dQ's zeroing
-        # and rounding; no preprocess), so that only the configuration differs
+        # and rounding; no preprocess), so that only the configuration differs; and each one through the whole
+        # flash_backward path as "gluon" is timed (NAME_full), for its ratio to cuDNN
         delta = (o.float() * do.float()).sum(-1)     # (B, H, N) fp32
         fns["gluon_chosen"] = lambda: g.gluon_backward(q, k, v, o, lse, do, delta, causal=causal)
         for name, cfg in configs.items():
             fns[name] = lambda cfg=cfg: g.gluon_backward(q, k, v, o, lse, do, delta, causal=causal, config=cfg)
-    return time_fns(row, fns, fl, warmup, rep)
+            if flash_backward is not None:
+                fns[f"{name}_full"] = lambda cfg=cfg: _with_bwd_config(
+                    g, (d, causal), cfg, lambda: flash_backward(q, k, v, o, lse, do, causal=causal, gluon=True))
+    time_fns(row, fns, fl, warmup, rep)
+    for name in configs or ():
+        for base in ("cudnn", "triton"):
+            if f"{name}_full_ms" in row and f"{base}_ms" in row:
+                row[f"{name}_full_vs_{base}"] = row[f"{base}_ms"] / row[f"{name}_full_ms"]
+    return row
+
+
+def _with_bwd_config(g, key, cfg, fn):
+    """fn() while ``g.BWD_CONFIGS[key]`` is ``cfg``: the whole ``flash_backward(gluon=True)`` path (its delta
+    preprocess included) under another configuration than the one the run chose."""
+    old = g.BWD_CONFIGS[key]
+    g.BWD_CONFIGS[key] = cfg
+    try:
+        return fn()
+    finally:
+        g.BWD_CONFIGS[key] = old
 
 
 def bwd_sdpa_fn(backend, q, k, v, do, causal):
@@ -638,12 +656,17 @@ def bwd_main(args):
         return 1
     result["versions"] = versions()
     try:
-        from flashsim.kernels import flash_backward
+        from flashsim.kernels import flash_backward, flash_forward
     except Exception as exc:
-        flash_backward = None
+        flash_backward = flash_forward = None
         result["triton_kernel"] = f"unavailable: {type(exc).__name__}: {exc}"
+    # the forward's configurations (as the forward-only run records them), and its overrides by N
+    result["configs"] = {f"d{d}_causal{int(c)}": cfg for (d, c), cfg in g.FWD_CONFIGS.items()}
+    result["configs_by_n"] = {f"d{d}_causal{int(c)}": ranges for (d, c), ranges in g.FWD_CONFIGS_BY_N.items()}
     t0 = time.time()
-    committed_bwd = {key: dict(cfg) for key, cfg in g.BWD_CONFIGS.items()}
+    # every option spelled out, so that timing "the committed configuration" beside an override (which
+    # gluon_backward applies on top of BWD_CONFIGS) leaves none of the override in it
+    committed_bwd = {key: dict(g.BWD_CONFIG_DEFAULTS, **cfg) for key, cfg in g.BWD_CONFIGS.items()}
     # ---- compile + correctness of every candidate (fp16, ragged N), then tuning at N = 2048 and 16384 ----
     if args.tune:
         for (d, causal), cands in BWD_CANDIDATES.items():
@@ -726,7 +749,8 @@ def bwd_main(args):
                                      else None)
                             r = bwd_time_row(g, flash_backward, dtype, d, causal, N, args.warmup, args.rep,
                                              configs=extra,
-                                             with_triton=not args.no_triton and dtype == torch.float16)
+                                             with_triton=not args.no_triton and dtype == torch.float16,
+                                             flash_forward=None if args.no_triton else flash_forward)
                         except Exception as exc:
                             r = dict(dtype=str(dtype), d=d, causal=causal, N=N,
                                      error=f"{type(exc).__name__}: {str(exc)[:600]}")

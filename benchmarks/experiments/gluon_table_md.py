@@ -1,7 +1,9 @@
 """Markdown tables of a ``gluon_validate.py --bwd`` run: forward and backward TFLOP/s against cuDNN and SDPA-flash per
-row, each row's target (forward >= 1.0x cuDNN, backward >= 0.9x cuDNN) and by how much it misses.
+row, each row's target (forward >= 1.0x cuDNN, backward >= 0.9x cuDNN) and by how much it misses. Where the run
+timed the Triton kernels, their ratio too; where it timed the committed backward configurations beside the chosen
+ones (``--bwd-override``), the committed configurations' ratio to cuDNN (the whole flash_backward path, as Gluon's).
 
-    python benchmarks/experiments/gluon_table_md.py benchmarks/results/gluon_h200_2026-12-02_3.json
+    python benchmarks/experiments/gluon_table_md.py benchmarks/results/gluon_h200_2026-12-02_4.json
 """
 from __future__ import annotations
 
@@ -13,35 +15,63 @@ def _f(x, fmt="{:.0f}"):
     return fmt.format(x) if isinstance(x, (int, float)) else "-"
 
 
+def _verdict(g, target):
+    if not isinstance(g, (int, float)):
+        return "-"
+    return "met" if g >= target else f"MISS by {100 * (1 - g / target):.0f}% (needs {target / g:.2f}x)"
+
+
+def _span(xs):
+    return f"{min(xs):.2f}-{max(xs):.2f}" if xs else "-"
+
+
 def main(argv=None):
     data = json.load(open((argv or sys.argv[1:])[0]))
     rows = data["rows"]
     for kind, key, target in (("forward", "_fwd", 1.0), ("backward", "", 0.9)):
-        print(f"\n### {kind} (TFLOP/s; ratio = cuDNN's time / Gluon's)\n")
-        extra = kind == "backward" and any("gluon_committed_ms" in r for r in rows)
-        head = "| dtype | d | causal | N | cuDNN | SDPA-flash | Gluon | Gluon/cuDNN | Gluon/flash | correct |"
-        head += " Gluon kernel, L/delta in smem / as committed (ms) |" if extra else ""
-        print(head + f" target >= {target}x cuDNN |")
-        print("|" + "---|" * (head.count("|") - 1 + 1))
-        ratios, met = [], 0
+        print(f"\n### {kind} (TFLOP/s; ratio = the other kernel's time / Gluon's)\n")
+        triton = any(f"gluon{key}_vs_triton" in r for r in rows)
+        committed = kind == "backward" and any("gluon_committed_full_ms" in r for r in rows)
+        pingpong = kind == "forward" and any("gluon_no_pingpong_fwd_ms" in r for r in rows)
+        head = "| dtype | d | causal | N | cuDNN | SDPA-flash |" + (" Triton |" if triton else "") + " Gluon |"
+        head += " Gluon/cuDNN | Gluon/flash |" + (" Gluon/Triton |" if triton else "")
+        head += " ping-pong off: Gluon ms on / off |" if pingpong else ""
+        head += " committed configurations: Gluon/cuDNN |" if committed else ""
+        head += f" correct | target >= {target}x cuDNN |"
+        print(head)
+        print("|" + "---|" * (head.count("|") - 1))
+        ratios, met, ratios_c, met_c, tr = [], 0, [], 0, []
         for r in rows:
             g = r.get(f"gluon{key}_vs_cudnn")
-            ok = r.get("fwd_correct" if key else "correct")
             if isinstance(g, (int, float)):
                 ratios.append(g)
                 met += g >= target
-                verdict = "met" if g >= target else f"MISS by {100 * (1 - g / target):.0f}% (needs {target / g:.2f}x)"
-            else:
-                verdict = r.get("error", "-")
             line = (f"| {r['dtype']} | {r['d']} | {r['causal']} | {r['N']} | {_f(r.get(f'cudnn{key}_tflops'))} | "
-                    f"{_f(r.get(f'flash{key}_tflops'))} | {_f(r.get(f'gluon{key}_tflops'))} | {_f(g, '{:.2f}')} | "
-                    f"{_f(r.get(f'gluon{key}_vs_flash'), '{:.2f}')} | {'yes' if ok else ok} |")
-            if extra:
-                line += f" {_f(r.get('gluon_chosen_ms'), '{:.3f}')} / {_f(r.get('gluon_committed_ms'), '{:.3f}')} |"
-            print(line + f" {verdict} |")
+                    f"{_f(r.get(f'flash{key}_tflops'))} |")
+            line += f" {_f(r.get(f'triton{key}_tflops'))} |" if triton else ""
+            line += (f" {_f(r.get(f'gluon{key}_tflops'))} | {_f(g, '{:.2f}')} | "
+                     f"{_f(r.get(f'gluon{key}_vs_flash'), '{:.2f}')} |")
+            if triton:
+                t = r.get(f"gluon{key}_vs_triton")
+                line += f" {_f(t, '{:.2f}')} |"
+                if isinstance(t, (int, float)):
+                    tr.append(t)
+            if pingpong:
+                line += f" {_f(r.get('gluon_fwd_ms'), '{:.3f}')} / {_f(r.get('gluon_no_pingpong_fwd_ms'), '{:.3f}')} |"
+            if committed:
+                c = r.get("gluon_committed_full_vs_cudnn")
+                if isinstance(c, (int, float)):
+                    ratios_c.append(c)
+                    met_c += c >= target
+                line += f" {_f(c, '{:.2f}')} |"
+            ok = r.get("fwd_correct" if key else "correct")
+            line += f" {'yes' if ok else ok} | {_verdict(g, target) if 'error' not in r else r['error'][:80]} |"
+            print(line)
         if ratios:
-            print(f"\n{kind}: {met}/{len(ratios)} rows meet {target}x cuDNN; Gluon/cuDNN {min(ratios):.2f}-"
-                  f"{max(ratios):.2f}")
+            print(f"\n{kind}: {met}/{len(ratios)} rows meet {target}x cuDNN; Gluon/cuDNN {_span(ratios)}"
+                  + (f"; Gluon/Triton {_span(tr)} ({sum(x >= 1 for x in tr)}/{len(tr)} rows >= 1)" if tr else "")
+                  + (f"; with the committed configurations: {met_c}/{len(ratios_c)} rows, {_span(ratios_c)}"
+                     if ratios_c else ""))
 
 
 if __name__ == "__main__":

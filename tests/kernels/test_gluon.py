@@ -62,9 +62,10 @@ def test_backward_configs_fit_in_shared_memory():
             cfg = G.BWD_CONFIGS[(d, causal)]
             assert cfg["BLOCK_M"] in (64, 128) and cfg["STAGES"] >= 2
             # K, V (128 x d each) + the Q/dO ring + dS (128 x BLOCK_M), 2 bytes each, + the fp32 dQ tile that
-            # the TMA reduce-add reads (BLOCK_M x d): under an H200's 227 KB
-            assert G.bwd_smem_bytes(d, 2, **cfg) == 2 * (2 * 128 * d + 2 * cfg["STAGES"] * cfg["BLOCK_M"] * d
-                                                         + 128 * cfg["BLOCK_M"]) + 4 * cfg["BLOCK_M"] * d * cfg["DQ_TMA"]
+            # the TMA reduce-add reads (BLOCK_M x d) + the fp32 L and delta slots: under an H200's 227 KB
+            assert G.bwd_smem_bytes(d, 2, **cfg) == (2 * (2 * 128 * d + 2 * cfg["STAGES"] * cfg["BLOCK_M"] * d
+                                                          + 128 * cfg["BLOCK_M"]) + 4 * cfg["BLOCK_M"] * d * cfg["DQ_TMA"]
+                                                     + 8 * cfg["STAGES"] * cfg["BLOCK_M"] * cfg["LSE_SMEM"])
             assert G.bwd_smem_bytes(d, 2, **cfg) <= 227 * 1024
 
 
@@ -136,6 +137,15 @@ def test_lse_delta_rows_start_every_head_16_byte_aligned():
         assert not a[:, n:].any() and not b[:, n:].any()
         assert (a.data_ptr() == lse.data_ptr()) == (n % 4 == 0)
         assert a.is_contiguous() and b.is_contiguous() and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0
+
+
+def test_backward_default_path_rule_names_measured_rows_only():
+    """flash_backward(gluon=None) takes the Gluon backward only where it was timed faster than the Triton one:
+    (dtype, d, causal) keys of covered inputs, N from the smallest timed row."""
+    for (dtype, d, causal), from_n in G.BWD_DEFAULT_FROM_N.items():
+        assert dtype in ("float16", "bfloat16") and d in G.HEAD_DIMS and causal in (False, True) and from_n >= 1
+    for cfg in G.BWD_CONFIGS.values():
+        assert set(cfg) <= G.BWD_CONFIG_KEYS and set(G.BWD_CONFIG_DEFAULTS) <= G.BWD_CONFIG_KEYS
 
 
 def test_gluon_backward_rejects_unknown_config_keys():

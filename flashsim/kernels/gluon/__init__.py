@@ -71,18 +71,25 @@ def forward_config(d: int, causal: bool, N: int) -> dict:
 #: time), LSE_SMEM (the producer copies L and delta into the Q/dO ring slot by TMA and the compute warps read them
 #: from shared memory when they use them, instead of holding a global load's 32 registers across the wgmma issue:
 #: no spills at d=128).
-#: The entries are the fastest of the candidates benchmarks/gluon_validate.py --bwd --tune times (PIPE and
-#: REVERSE measured slower on an H200: with PIPE, ptxas serialises the wgmma pipeline (C7514)). Two further options
-#: were measured and removed: one partition per compute warpgroup (the same time at d=64, 14-23% slower at d=128)
-#: and a key-block-outer CTA order (10-19% slower): benchmarks/results/gluon_limiter_h200_2026-12-02.md.
-#: Shared memory at d=128, BLOCK_M=64, 2 slots: K 32 KB + V 32 KB + Q 2 x 16 KB + dO
-#: 2 x 16 KB + dS 16 KB + the fp32 dQ tile 32 KB = 176 KB.
+#: The entries are the fastest of the candidates benchmarks/gluon_validate.py --bwd --tune times. LSE_SMEM is on in
+#: every entry: in one same-run table on an H200 (benchmarks/results/gluon_h200_2026-12-02_4.md) the whole backward
+#: took 0.80-1.00x cuDNN's time ratio with it against 0.60-0.82x without, faster in all 32 rows (N = 2048-16384,
+#: both dtypes), its correctness grid passing at N = 1-2085. With it, a third Q/dO slot was no faster (0-2%
+#: slower, d=64 causal and d=128), and PIPE and REVERSE were measured slower (with PIPE, ptxas serialises the wgmma
+#: pipeline, C7514). Two further options were measured and removed: one partition per compute warpgroup (the same
+#: time at d=64, 14-23% slower at d=128) and a key-block-outer CTA order (10-19% slower):
+#: benchmarks/results/gluon_limiter_h200_2026-12-02.md.
+#: Shared memory at d=128, BLOCK_M=64, 2 slots: K 32 KB + V 32 KB + Q 2 x 16 KB + dO 2 x 16 KB + dS 16 KB + the
+#: fp32 dQ tile 32 KB + L and delta 2 x 2 x 256 B = 177 KB.
 BWD_CONFIGS = {
-    (64, False): dict(BLOCK_M=64, STAGES=3, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False),
-    (64, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False),
-    (128, False): dict(BLOCK_M=64, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False),
-    (128, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=False, DQ_TMA=True, PIPE=False, REVERSE=False),
+    (64, False): dict(BLOCK_M=64, STAGES=3, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
+    (64, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
+    (128, False): dict(BLOCK_M=64, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
+    (128, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=False, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
 }
+
+#: what :func:`gluon_backward` takes for an option a configuration leaves out
+BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False)
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
 #: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
@@ -90,10 +97,13 @@ BWD_CONFIGS = {
 L2_SECTION_BYTES = 20 * 2 ** 20
 
 
-def bwd_smem_bytes(d: int, element_bytes: int, BLOCK_M: int, STAGES: int, DQ_TMA: bool = True, **_) -> int:
-    """Shared memory of one backward CTA: K and V (128 x d each), the Q/dO ring, the dS tile (128 x BLOCK_M), and
-    with DQ_TMA the fp32 dQ tile (BLOCK_M x d) that the TMA reduce-add reads."""
-    return element_bytes * (2 * 128 * d + 2 * STAGES * BLOCK_M * d + 128 * BLOCK_M) + (4 * BLOCK_M * d if DQ_TMA else 0)
+def bwd_smem_bytes(d: int, element_bytes: int, BLOCK_M: int, STAGES: int, DQ_TMA: bool = True,
+                   LSE_SMEM: bool = False, **_) -> int:
+    """Shared memory of one backward CTA: K and V (128 x d each), the Q/dO ring, the dS tile (128 x BLOCK_M), with
+    DQ_TMA the fp32 dQ tile (BLOCK_M x d) that the TMA reduce-add reads, and with LSE_SMEM the ring's fp32 L and
+    delta slots (BLOCK_M each per slot)."""
+    return (element_bytes * (2 * 128 * d + 2 * STAGES * BLOCK_M * d + 128 * BLOCK_M) + (4 * BLOCK_M * d if DQ_TMA else 0)
+            + (2 * 4 * STAGES * BLOCK_M if LSE_SMEM else 0))
 
 
 def _max_regs(nc: int) -> int:
@@ -268,22 +278,25 @@ def _backward_importable() -> tuple[bool, str]:
     return True, "imported"
 
 
-#: (head dim, causal) -> smallest N from which ``flash_backward(gluon=None)`` takes the Gluon backward by default.
-#: Empty: on the H200 the Gluon backward (0.57-0.82x cuDNN) was not measured faster than the course's Triton
-#: backward side by side in any row, so the default stays the Triton kernels and ``gluon=True`` opts in.
-BWD_DEFAULT_FROM_N: dict = {}
+#: (dtype, head dim, causal) -> smallest N from which ``flash_backward(gluon=None)`` takes the Gluon backward by
+#: default: where it was timed faster than the course's Triton backward side by side. On an H200
+#: (benchmarks/results/gluon_h200_2026-12-02_4.md, with LSE_SMEM) it was 1.02-1.41x the Triton backward's speed in
+#: every fp16 row timed (N = 2048-16384, d 64 and 128, causal or not); the Triton backward was not timed in bf16 or
+#: below N = 2048 there, so those stay on the Triton kernels (``gluon=True`` takes the Gluon one anywhere).
+BWD_DEFAULT_FROM_N: dict = {("float16", 64, False): 2048, ("float16", 64, True): 2048,
+                            ("float16", 128, False): 2048, ("float16", 128, True): 2048}
 
 
 def backward_path(q, k, v, causal: bool = False, *, default: bool = False) -> tuple[str, str]:
     """Which backward kernels serve these inputs: ("gluon", why) where :func:`supports` covers them and the Gluon
     backward imports, else ("triton", why not). ``default=True``: the choice :func:`flashsim.kernels.flash_backward`
-    makes when it is called with ``gluon=None`` and no launch parameter, which also needs the inputs' (d, causal, N)
-    in :data:`BWD_DEFAULT_FROM_N`."""
+    makes when it is called with ``gluon=None`` and no launch parameter, which also needs the inputs' (dtype, d,
+    causal) in :data:`BWD_DEFAULT_FROM_N` and N at least its entry."""
     ok, why = supports(q, k, v, causal)
     if ok:
         ok, why = _backward_importable()
     if ok and default:
-        from_n = BWD_DEFAULT_FROM_N.get((q.shape[-1], bool(causal)))
+        from_n = BWD_DEFAULT_FROM_N.get((str(q.dtype).replace("torch.", ""), q.shape[-1], bool(causal)))
         if from_n is None or q.shape[-2] < from_n:
             return "triton", ("the Gluon backward was not measured faster than the Triton one here "
                               "(flashsim.kernels.gluon.BWD_DEFAULT_FROM_N); gluon=True takes it")
@@ -322,8 +335,8 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     cfg = dict(BWD_CONFIGS[(d, bool(causal))])
     cfg.update(config or {})
     block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])
-    dq_tma, pipe, reverse = bool(cfg.get("DQ_TMA", True)), bool(cfg.get("PIPE", False)), bool(cfg.get("REVERSE", False))
-    lse_smem = bool(cfg.get("LSE_SMEM", False))
+    cfg = dict(BWD_CONFIG_DEFAULTS, **cfg)
+    dq_tma, pipe, reverse, lse_smem = (bool(cfg[k]) for k in ("DQ_TMA", "PIPE", "REVERSE", "LSE_SMEM"))
     q2, k2, v2, do2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v, do))
     lse = lse.contiguous().float()
     if delta is None:
@@ -370,4 +383,4 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
 
 __all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",
            "forward_config", "lse_delta_rows", "HEAD_DIMS", "FWD_CONFIGS", "FWD_CONFIGS_BY_N", "BWD_CONFIGS",
-           "BWD_CONFIG_KEYS", "BWD_DEFAULT_FROM_N"]
+           "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS", "BWD_DEFAULT_FROM_N"]
