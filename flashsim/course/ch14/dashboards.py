@@ -420,14 +420,17 @@ GLUON_ROWS_PER_CONSUMER = 64
 
 def load_gluon(path=None) -> dict | None:
     """The Gluon forward's recorded run (``gluon_fwd_h200``), or a JSON file of the same kind (a learner's own run
-    of ``benchmarks/gluon_validate.py``), normalised (chapter 14).
+    of ``benchmarks/gluon_validate.py``), normalised (chapter 14). Both kinds of run are read: the forward's own
+    (``gluon_validate.py``: row keys ``cudnn_ms``, ...) and the forward timed beside the backward on the same inputs
+    (``gluon_validate.py --bwd``: row keys ``cudnn_fwd_ms``, ..., ``fwd_correct``).
 
     Returns {"source", "device", "sms", "versions", "checks": {"passed", "total" (the forward's correctness cases),
     "not_run" (other checks that raised before a verdict)}, "configs": {(d, causal): {"NC",
     "BLOCK_N", "STAGES", "CONSUMER_REGS", "PINGPONG"}}, "rows": [...]}; each row {"dtype" ("fp16" | "bf16"), "d",
     "causal", "n", "batch", "heads", "correct", "err", "err_torch", "ms": {kernel: ms}, "tflops": {kernel: TFLOP/s},
-    "no_pingpong_ms", "no_pingpong_tflops" (None where not timed)} with kernels :data:`GLUON_KERNELS`. None (said
-    why) for an unusable `path`.
+    "no_pingpong_ms", "no_pingpong_tflops" (None where not timed), "pingpong" (whether the row's configuration had
+    ping-pong on: the run's configurations and their overrides by N; None where the run does not say)} with kernels
+    :data:`GLUON_KERNELS`. None (said why) for an unusable `path`.
     """
     found = _read(path, _GLUON, "rows")
     if found is None:
@@ -435,28 +438,54 @@ def load_gluon(path=None) -> dict | None:
     source, data = found
     rows = []
     for r in data["rows"]:
-        if not isinstance(r, dict) or any(not isinstance(r.get(f"{k}_ms"), (int, float)) for k in GLUON_KERNELS):
+        if not isinstance(r, dict):
+            continue
+        fx = "_fwd" if "gluon_fwd_ms" in r else ""                 # a --bwd run: the forward's keys end in _fwd
+        pre = "fwd_" if fx else ""                                  # ... and its checks start with fwd_
+        if any(not isinstance(r.get(f"{k}{fx}_ms"), (int, float)) for k in GLUON_KERNELS):
             continue
         rows.append({"dtype": _DTYPES.get(r["dtype"], r["dtype"]), "d": int(r["d"]), "causal": bool(r["causal"]),
-                     "n": int(r["N"]), "batch": int(r["B"]), "heads": int(r["H"]), "correct": bool(r.get("correct")),
-                     "err": r.get("err"), "err_torch": r.get("err_torch"),
-                     "ms": {k: float(r[f"{k}_ms"]) for k in GLUON_KERNELS},
-                     "tflops": {k: float(r[f"{k}_tflops"]) for k in GLUON_KERNELS},
-                     "no_pingpong_ms": r.get("gluon_no_pingpong_ms"),
-                     "no_pingpong_tflops": r.get("gluon_no_pingpong_tflops")})
-    configs = {}
+                     "n": int(r["N"]), "batch": int(r["B"]), "heads": int(r["H"]),
+                     "correct": bool(r.get(f"{pre}correct")), "err": r.get(f"{pre}err"),
+                     "err_torch": r.get(f"{pre}err_torch"),
+                     "ms": {k: float(r[f"{k}{fx}_ms"]) for k in GLUON_KERNELS},
+                     "tflops": {k: float(r[f"{k}{fx}_tflops"]) for k in GLUON_KERNELS},
+                     "no_pingpong_ms": r.get(f"gluon_no_pingpong{fx}_ms"),
+                     "no_pingpong_tflops": r.get(f"gluon_no_pingpong{fx}_tflops")})
+    configs, by_n = {}, {}
     for key, cfg in (data.get("configs") or {}).items():
         m = re.fullmatch(r"d(\d+)_causal([01])", key)
         if m:
             configs[(int(m.group(1)), m.group(2) == "1")] = dict(cfg)
+    for key, ranges in (data.get("configs_by_n") or {}).items():
+        m = re.fullmatch(r"d(\d+)_causal([01])", key)
+        if m:
+            by_n[(int(m.group(1)), m.group(2) == "1")] = [tuple(x) for x in ranges]
+    for r in rows:
+        r["pingpong"] = _recorded_pingpong(configs, by_n, r["d"], r["causal"], r["n"])
     checks = [c for c in data.get("checks") or [] if isinstance(c, dict)]
-    forward = [c for c in checks if "N" in c]                  # the forward's correctness cases
+    # the forward's correctness cases (a --bwd run marks each case "fwd" or "bwd")
+    forward = [c for c in checks if "N" in c and c.get("what", "fwd") == "fwd"]
     not_run = [c for c in checks if "N" not in c and c.get("error")]     # checks that raised before a verdict
     versions = dict(data.get("versions") or {})
     return {"source": source, "device": versions.get("gpu"), "sms": versions.get("sms"), "versions": versions,
             "checks": {"passed": sum(bool(c.get("ok")) for c in forward), "total": len(forward),
                        "not_run": len(not_run)},
             "configs": configs, "rows": rows}
+
+
+def _recorded_pingpong(configs: dict, by_n: dict, d: int, causal: bool, n: int):
+    """PINGPONG of the forward configuration a run recorded for (d, causal) at N (``configs`` and its overrides by
+    N, as :func:`flashsim.kernels.gluon.forward_config` applies them), or None when the run does not record it."""
+    cfg = configs.get((d, causal))
+    if cfg is None or "PINGPONG" not in cfg:
+        return None
+    pingpong = bool(cfg["PINGPONG"])
+    for lo, hi, overrides in by_n.get((d, causal), ()):
+        if n >= lo and (hi is None or n <= hi):
+            pingpong = bool(overrides.get("PINGPONG", pingpong))
+            break
+    return pingpong
 
 
 def gluon_rows(results=None, dtype: str | None = None, d: int | None = None, causal: bool | None = None) -> list:
@@ -532,11 +561,12 @@ def gluon_summary_table(results=None):
 
 def pingpong_ablation(results=None) -> list[dict]:
     """The one ablation that was measured (chapter 14): the Gluon forward with ping-pong off, timed in the same run
-    as the default. Per row that has it: {"dtype", "d", "causal", "n", "on_ms", "off_ms", "change" (speed off /
+    as the default. Per row that has it, and whose configuration had ping-pong on (where it was already off, the
+    two timings are of one kernel): {"dtype", "d", "causal", "n", "on_ms", "off_ms", "change" (speed off /
     speed on - 1: > 0 means faster without ping-pong)}."""
     out = []
     for r in gluon_rows(results):
-        if isinstance(r["no_pingpong_ms"], (int, float)):
+        if isinstance(r["no_pingpong_ms"], (int, float)) and r.get("pingpong") is not False:
             out.append({"dtype": r["dtype"], "d": r["d"], "causal": r["causal"], "n": r["n"],
                         "on_ms": r["ms"]["gluon"], "off_ms": float(r["no_pingpong_ms"]),
                         "change": r["ms"]["gluon"] / float(r["no_pingpong_ms"]) - 1})
