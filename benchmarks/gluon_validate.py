@@ -304,6 +304,9 @@ def main(argv=None):
                     help="with --bwd: JSON overrides applied to every BWD_CONFIGS entry before the grid (an entry "
                          "whose grid cases fail goes back to the committed one); the committed configurations are "
                          "then timed in each row too (gluon_committed), for a same-run comparison")
+    ap.add_argument("--dtypes", default="fp16,bf16", help="with --bwd: the dtypes of the timed rows")
+    ap.add_argument("--triton-bwd-dtypes", default="fp16",
+                    help="with --bwd: the dtypes whose rows also time the Triton backward (fewer compiles: fp16)")
     args = ap.parse_args(argv)
     import torch
     if args.bwd or args.ncu_bwd:
@@ -739,7 +742,9 @@ def bwd_main(args):
         save()
     if not args.no_timing and n_ok == len(result["checks"]):
         ns_t = [int(x) for x in args.ns.split(",")]
-        for dtype in (torch.float16, torch.bfloat16):
+        dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
+        triton_bwd = {dtypes[x] for x in args.triton_bwd_dtypes.split(",")}
+        for dtype in (dtypes[x] for x in args.dtypes.split(",")):
             for d in (64, 128):
                 for causal in (False, True):
                     for N in ns_t:
@@ -749,7 +754,7 @@ def bwd_main(args):
                                      else None)
                             r = bwd_time_row(g, flash_backward, dtype, d, causal, N, args.warmup, args.rep,
                                              configs=extra,
-                                             with_triton=not args.no_triton and dtype == torch.float16,
+                                             with_triton=not args.no_triton and dtype in triton_bwd,
                                              flash_forward=None if args.no_triton else flash_forward)
                         except Exception as exc:
                             r = dict(dtype=str(dtype), d=d, causal=causal, N=N,

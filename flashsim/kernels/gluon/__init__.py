@@ -279,12 +279,13 @@ def _backward_importable() -> tuple[bool, str]:
 
 
 #: (dtype, head dim, causal) -> smallest N from which ``flash_backward(gluon=None)`` takes the Gluon backward by
-#: default: where it was timed faster than the course's Triton backward side by side. On an H200
-#: (benchmarks/results/gluon_h200_2026-12-02_4.md, with LSE_SMEM) it was 1.02-1.41x the Triton backward's speed in
-#: every fp16 row timed (N = 2048-16384, d 64 and 128, causal or not); the Triton backward was not timed in bf16 or
-#: below N = 2048 there, so those stay on the Triton kernels (``gluon=True`` takes the Gluon one anywhere).
-BWD_DEFAULT_FROM_N: dict = {("float16", 64, False): 2048, ("float16", 64, True): 2048,
-                            ("float16", 128, False): 2048, ("float16", 128, True): 2048}
+#: default: where it was timed faster than the course's Triton backward side by side. On an H200, with LSE_SMEM, it
+#: was 1.02-1.41x the Triton backward's speed in every fp16 row (benchmarks/results/gluon_h200_2026-12-02_4.md) and
+#: 1.01-1.41x in every bf16 row (gluon_h200_2026-12-02_5_bf16.md), N = 2048-16384, d 64 and 128, causal or not.
+#: Below N = 2048 it was not timed beside the Triton backward, so those stay on the Triton kernels (``gluon=True``
+#: takes the Gluon one anywhere).
+BWD_DEFAULT_FROM_N: dict = {(dtype, d, causal): 2048 for dtype in ("float16", "bfloat16") for d in (64, 128)
+                            for causal in (False, True)}
 
 
 def backward_path(q, k, v, causal: bool = False, *, default: bool = False) -> tuple[str, str]:
