@@ -18,10 +18,13 @@ with ncu, per launch:
   a miss in a near-zero direction from a wrong total, whether read + write together meet the same criterion.
 
 - the same DRAM bytes with the write-back of each launch's dirty lines (:func:`measure_writeback`, judged by the
-  criterion since 2026-12-02_4): each launch between two read-only flush kernels in one ncu run with the caches
-  left alone, its writes = its own + what the flush after it writes back; against the L2 model's
-  ``flush_writes=True`` (every dirty byte once, as the closed forms and the simulator charge it). A probe first
-  checks the method on a kernel writing 8-96 MiB (:func:`probe_writeback`).
+  criterion since 2026-12-02_4): each launch between read-only flush kernels in one ncu run with the caches left
+  alone (WB_BEFORE before it, WB_AFTER after it, WB_BASE after those on a clean L2), the call WB_REPEATS times;
+  its writes = its own + what the first flush after it writes back, less what the first flush on a clean L2
+  writes of its own (WB_COUNTED), the median of the repeats; against the L2 model's ``flush_writes=True`` (every
+  dirty byte once, as the closed forms and the simulator charge it). A probe first checks the method on a kernel
+  writing 0.5-96 MiB (:func:`probe_writeback`); ``--rederive`` reads a run's stored rows again with another
+  WB_COUNTED.
 
 Device time: two ncu runs (``measure.ncu_profile_batch``: the three teaching kernels, then the two flash
 kernels), each with all its configurations in one child process, sizes chosen so that the whole run stays under
@@ -82,6 +85,11 @@ FLUSH_BLOCK = 4096               # int32 per flush program (16 KiB)
 #: flush's own writes, 0.38 MiB, subtracted) and 1 repeat: write-once launches measured -0.40..+0.02 MiB off
 #: their stored bytes, where the criterion allows 0.02-0.38 MiB
 WB_BEFORE, WB_AFTER, WB_BASE, WB_REPEATS = 2, 2, 2, 3
+#: of the WB_AFTER flushes (and as many base flushes) only the first counted: chosen on the probe of
+#: 2026-12-02_5 (writes of 0.5-24 MiB, the median of 3 repeats): counting 1 and subtracting 1 adjacent base flush
+#: was off by +0.08..+0.21 MiB, 2 and 2 by +0.07..+0.30, 1 less the run's median flush by +0.07..+0.24; the second
+#: flush after a launch writes what a flush on a clean L2 does (median 0.08 MiB, 2940 flushes): nothing is left
+WB_COUNTED = 1
 #: the verification before the sweep: a kernel writing X MiB must show X MiB of writes in window + flushes
 PROBE_WRITE_MIB = (0.5, 2, 8, 24, 48, 96)
 #: what the probe allows: the first run (2026-12-02_4, call 1) found window + flush within 0.1-0.7 MiB of the bytes
@@ -524,15 +532,13 @@ def _writeback_ncu(spec: dict, names, timeout: float) -> tuple:
 
 
 def probe_writeback(flush_sizes=(4 * FLUSH_BYTES,), timeout: float = 120.0, before: int = WB_BEFORE,
-                    after: int = WB_AFTER, base: int = WB_BASE, repeats: int = WB_REPEATS) -> dict:
+                    after: int = WB_AFTER, base: int = WB_BASE, repeats: int = WB_REPEATS,
+                    counted: int = WB_COUNTED) -> dict:
     """Verify the method on the device: a kernel writing X MiB (PROBE_WRITE_MIB, 0.5 to 96 MiB, below and above
-    the L2), measured as a launch is (``before`` flushes, the write, ``after`` flushes counted, ``base`` flushes
-    subtracted, ``repeats`` times, the median) must show X MiB. Per flush size: the cases, the worst error, the
-    worst error of the writes that fit in the L2 (``resolution_bytes``) and the largest own writes of the
-    ``after`` flushes. ``chosen``: the smallest flush size whose worst error is within PROBE_TOLERANCE_BYTES (else
-    the largest); ``verified``: some size is, and its resolution is within PROBE_RESOLUTION_BYTES."""
-    from flashsim.measure.ncu import writeback_median, writeback_totals
-    steps, block = [], before + 1 + after + base
+    the L2), measured as a launch is (``before`` flushes, the write, ``after`` flushes of which the first
+    ``counted`` count, ``base`` flushes of which as many are subtracted, ``repeats`` times, the median) must show
+    X MiB: :func:`probe_summary` of ncu's rows."""
+    steps = []
     for fb in flush_sizes:
         steps += [["flush", fb], ["flush", fb]]
         for _ in range(repeats):
@@ -541,13 +547,29 @@ def probe_writeback(flush_sizes=(4 * FLUSH_BYTES,), timeout: float = 120.0, befo
     launches, passes, _ = _writeback_ncu({"probe": steps, "flush_bytes": max(flush_sizes)}, [], timeout)
     if len(launches) != len(steps):
         raise RuntimeError(f"probe: {len(steps)} steps, {len(launches)} launches profiled")
+    rows = [dict(step=st[0], bytes=st[1], kernel=L["kernel"], dram_read_bytes=L["dram_read_bytes"],
+                 dram_write_bytes=L["dram_write_bytes"]) for st, L in zip(steps, launches)]
+    return dict(probe_summary(rows, flush_sizes, dict(before=before, after=after, base=base, repeats=repeats,
+                                                      counted=counted)), passes=passes)
+
+
+def probe_summary(rows: list, flush_sizes, method: dict) -> dict:
+    """The probe's ``rows`` (one per step: step, bytes, kernel, ncu's DRAM bytes) read with ``method``
+    (before/after/base/repeats/counted). Per flush size: the cases (median error, each repeat's), the worst error,
+    the worst error of the writes that fit in the L2 (``resolution_bytes``) and the largest own writes subtracted.
+    ``chosen``: the smallest flush size whose worst error is within PROBE_TOLERANCE_BYTES (else the largest);
+    ``verified``: some size is, and its resolution is within PROBE_RESOLUTION_BYTES."""
+    from flashsim.measure.ncu import writeback_median, writeback_totals
+    m = dict({"counted": method.get("after", 1)}, **method)
+    block = m["before"] + 1 + m["after"] + m["base"]
     per_size, pos = {}, 0
     for fb in flush_sizes:
-        n_rows = 2 + block * repeats * len(PROBE_WRITE_MIB)
-        chunk = launches[pos:pos + n_rows]
+        n_rows = 2 + block * m["repeats"] * len(PROBE_WRITE_MIB)
+        chunk = rows[pos:pos + n_rows]
         pos += n_rows
-        got = writeback_median(writeback_totals(chunk, FLUSH_KERNEL, before=before, after=after, base=base)
-                               ["launches"], [PROBE_KERNEL] * len(PROBE_WRITE_MIB))
+        got = writeback_median(writeback_totals(chunk, FLUSH_KERNEL, before=m["before"], after=m["after"],
+                                                base=m["base"], counted=m["counted"])["launches"],
+                               [PROBE_KERNEL] * len(PROBE_WRITE_MIB))
         cases = []
         for x, g in zip(PROBE_WRITE_MIB, got):
             cases.append({"write_bytes": int(x * MIB), "window_write_bytes": g["window_write_bytes"],
@@ -561,21 +583,15 @@ def probe_writeback(flush_sizes=(4 * FLUSH_BYTES,), timeout: float = 120.0, befo
                              "own_write_bytes_max": max(c["own_write_bytes"] for c in cases)}
     ok = [fb for fb in flush_sizes if per_size[str(fb)]["worst_error_bytes"] <= PROBE_TOLERANCE_BYTES]
     chosen = min(ok) if ok else max(flush_sizes)
-    return {"rows": [dict(step=st[0], bytes=st[1], kernel=L["kernel"], dram_read_bytes=L["dram_read_bytes"],
-                          dram_write_bytes=L["dram_write_bytes"]) for st, L in zip(steps, launches)],
-            "passes": passes, "per_flush_size": per_size, "chosen": chosen,
-            "method": {"before": before, "after": after, "base": base, "repeats": repeats},
+    return {"rows": rows, "per_flush_size": per_size, "chosen": chosen, "method": m,
             "verified": bool(ok) and per_size[str(chosen)]["resolution_bytes"] <= PROBE_RESOLUTION_BYTES}
 
 
 def measure_writeback(cfgs: list[dict], flush_bytes: int = FLUSH_BYTES, timeout: float = 300.0,
                       before: int = WB_BEFORE, after: int = WB_AFTER, base: int = WB_BASE,
-                      repeats: int = WB_REPEATS) -> list:
-    """Per config (None where it failed): ``writeback_totals`` of its launches (window, residue, total bytes; with
-    ``base`` flushes the flushes' own writes measured next to each launch, else the run's median of a flush after
-    a flush subtracted), the median of ``repeats`` calls per launch (``writeback_median``), from one ncu run of
-    all of them (``--cache-control none``, two DRAM counters)."""
-    from flashsim.measure.ncu import writeback_median, writeback_totals
+                      repeats: int = WB_REPEATS, counted: int = WB_COUNTED) -> list:
+    """Per config (None where it failed): :func:`writeback_result` of its launches, from one ncu run of all of
+    them (``--cache-control none``, two DRAM counters)."""
     from flashsim.measure.runners import KERNEL_FUNCTIONS
     names = {n for c in cfgs for n in KERNEL_FUNCTIONS[c["kernel"]]}
     spec = {"configs": [_runner_args(c) for c in cfgs], "flush_bytes": flush_bytes, "before": before,
@@ -587,25 +603,76 @@ def measure_writeback(cfgs: list[dict], flush_bytes: int = FLUSH_BYTES, timeout:
         n_rows = (2 if entry["started"] else 0) + block * entry["count"]
         chunks.append(launches[pos:pos + n_rows])
         pos += n_rows
-    # without base flushes: the flush's own writes (a flush after a flush: 0.05-1 MiB, 2026-12-02_4) vary from
-    # range to range: subtract their median over the run rather than one sample
-    baselines = sorted(got[1]["dram_write_bytes"] for got in chunks if len(got) >= 2)
-    median = baselines[len(baselines) // 2] if baselines else 0.0
+    method = dict(before=before, after=after, base=base, repeats=repeats, counted=counted)
+    median = _median_flush_writes(chunks)
     out = []
     for c, entry, got in zip(cfgs, log["configs"], chunks):
-        expect = KERNEL_FUNCTIONS[c["kernel"]]
-        seen = [L["kernel"] for L in got[2 + before::block]]
-        if entry.get("error") or seen != list(expect) * repeats:
-            out.append({"error": entry.get("error") or f"launches {seen}, expected {list(expect)} x {repeats}"})
-            continue
-        res = writeback_totals(got, FLUSH_KERNEL, baseline_write_bytes=None if base else median, before=before,
-                               after=after, base=base)
-        res["launches"] = writeback_median(res["launches"], list(expect))
-        res["raw"] = [[L["kernel"], int(L["dram_read_bytes"]), int(L["dram_write_bytes"])] for L in got]
-        res.update(flush_bytes=flush_bytes, passes=sorted(set(passes)) if passes else None, before=before,
-                   after=after, base=base, repeats=repeats)
+        res = ({"error": entry["error"]} if entry.get("error")
+               else writeback_result(c, got, method, median))
+        if "error" not in res:
+            res.update(flush_bytes=flush_bytes, passes=sorted(set(passes)) if passes else None)
         out.append(res)
     return out
+
+
+def _median_flush_writes(chunks: list) -> float:
+    """Without base flushes: the flush's own writes (a flush after a flush: 0.05-1 MiB, 2026-12-02_4) vary from
+    range to range: their median over the run (each range's second flush), subtracted rather than one sample."""
+    baselines = sorted(got[1]["dram_write_bytes"] for got in chunks if len(got) >= 2)
+    return baselines[len(baselines) // 2] if baselines else 0.0
+
+
+def writeback_result(cfg: dict, got: list, method: dict, median_flush_writes: float = 0.0) -> dict:
+    """One config's ncu rows ``got`` (its profiled range: [F, F, blocks...]) read with ``method``
+    (before/after/base/repeats/counted): ``writeback_totals`` per block (with base flushes the flushes' own
+    writes measured next to each launch, else ``median_flush_writes`` subtracted), the median of the repeats per
+    launch (``writeback_median``), and ``raw``: the rows as [kernel, read, write]; {"error"} when the launches are
+    not the kernel's, repeats times."""
+    from flashsim.measure.ncu import writeback_median, writeback_totals
+    from flashsim.measure.runners import KERNEL_FUNCTIONS
+    m = dict({"counted": method.get("after", 1)}, **method)
+    block = m["before"] + 1 + m["after"] + m["base"]
+    expect = KERNEL_FUNCTIONS[cfg["kernel"]]
+    seen = [L["kernel"] for L in got[2 + m["before"]::block]]
+    if seen != list(expect) * m["repeats"]:
+        return {"error": f"launches {seen}, expected {list(expect)} x {m['repeats']}"}
+    res = writeback_totals(got, FLUSH_KERNEL, baseline_write_bytes=None if m["base"] else median_flush_writes,
+                           before=m["before"], after=m["after"], base=m["base"], counted=m["counted"])
+    res["launches"] = writeback_median(res["launches"], list(expect))
+    res["raw"] = [[L["kernel"], int(L["dram_read_bytes"]), int(L["dram_write_bytes"])] for L in got]
+    res.update(m)
+    return res
+
+
+def rederive(result: dict, method: dict | None = None) -> dict:
+    """Read a run's stored ncu rows again (no GPU) with ``method`` (default: the WB_ constants; its before,
+    after, base and repeats must be the run's): the probe's summary, each config's write-back result and its
+    comparison with the predictions stored in the run; ``result["writeback_method"]`` and the summary updated,
+    the method the run was read with at first kept as ``result["writeback_method_at_run"]``."""
+    run_m = result.get("writeback_method") or {}
+    m = dict({"before": WB_BEFORE, "after": WB_AFTER, "base": WB_BASE, "repeats": WB_REPEATS,
+              "counted": WB_COUNTED}, **(method or {}))
+    if any(run_m.get(k) not in (None, m[k]) for k in ("before", "after", "base", "repeats")):
+        raise ValueError(f"rederive: the run measured {run_m}, not {m}")
+    result.setdefault("writeback_method_at_run", dict(run_m))
+    result["writeback_method"] = m
+    probe = result.get("writeback_probe")
+    if probe:
+        passes = probe.get("passes")
+        result["writeback_probe"] = dict(probe_summary(probe["rows"], [int(k) for k in probe["per_flush_size"]], m),
+                                         passes=passes)
+    for row in result["rows"]:
+        wb = row.get("writeback")
+        if not wb or "raw" not in wb:
+            continue
+        got = [{"kernel": k, "dram_read_bytes": float(r), "dram_write_bytes": float(w)} for k, r, w in wb["raw"]]
+        new = writeback_result(row["config"], got, m)
+        new.update({k: wb[k] for k in ("flush_bytes", "passes") if k in wb})
+        row["writeback"] = new
+        row["launches"] = compare(row["config"], row["predicted"], row.get("measured"),
+                                  new if "launches" in new else None)["launches"]
+    result["summary"] = summarize(result)
+    return result
 
 
 # --- the run -------------------------------------------------------------------------------------------------------
@@ -618,7 +685,8 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
     between flushes (``measure_writeback``; ``method``: its before/after/base/repeats, default the WB_ constants).
     After the write-back measurement, ``<out>/fidelity_h200_partial.json`` holds its raw results (kept if a later
     step runs out of time)."""
-    method = dict({"before": WB_BEFORE, "after": WB_AFTER, "base": WB_BASE, "repeats": WB_REPEATS}, **(method or {}))
+    method = dict({"before": WB_BEFORE, "after": WB_AFTER, "base": WB_BASE, "repeats": WB_REPEATS,
+                   "counted": WB_COUNTED}, **(method or {}))
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.time()
     cfgs = [c for c in configs(kernels) if sets is None or c["set"] in sets]
@@ -821,11 +889,13 @@ def _probe_lines(result: dict) -> list:
     probe = result.get("writeback_probe")
     if not probe:
         return []
-    m = probe.get("method") or {"before": 1, "after": 1, "base": 0, "repeats": 1}
+    m = dict({"before": 1, "after": 1, "base": 0, "repeats": 1}, **(probe.get("method") or {}))
+    m.setdefault("counted", m["after"])
     lines = ["", f"Verification of the write-back measurement (`probe_writeback`; chosen flush "
              f"{result.get('writeback_flush_bytes', 0) / MIB:.0f} MiB, verified {probe.get('verified')}): a kernel "
-             f"writing X MiB measured as a launch is ({m['before']} flushes before, {m['after']} after counted, "
-             f"{m['base']} after those subtracted, {m['repeats']} repeats, the median). MiB.", "",
+             f"writing X MiB measured as a launch is ({m['before']} flushes before, {m['after']} after of which "
+             f"{m['counted']} counted, {m['base']} after those of which {m['counted']} subtracted, {m['repeats']} "
+             "repeats, the median). MiB.", "",
              "| flush | X written | window writes | after flushes' writes less own | own (base flushes) | "
              "window + residue | error | error per repeat | resolution (X < 32 MiB) |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -857,11 +927,12 @@ def write_markdown(result: dict, path: str) -> None:
              f"- criteria: requested: {result['criteria']['requested']}; DRAM: {result['criteria']['dram']}",
              f"- estimated device time {result['estimated_device_seconds']} s; wall {result.get('wall_seconds')} s",
              ""]
-    m = result.get("writeback_method") or {"before": 1, "after": 1, "base": 0, "repeats": 1}
+    m = dict({"before": 1, "after": 1, "base": 0, "repeats": 1}, **(result.get("writeback_method") or {}))
+    m.setdefault("counted", m["after"])
     lines += ["## With the write-back of each launch's dirty lines (the criterion is judged on this)", "",
-              f"Each launch between read-only flush kernels ({m['before']} before it, {m['after']} after it "
-              f"counted, {m['base']} after those subtracted: the same flushes on a clean L2, adjacent in time), in "
-              "one ncu run with the caches left alone (`--cache-control none`, the two DRAM counters: one pass), "
+              f"Each launch between read-only flush kernels ({m['before']} before it, {m['after']} after it, "
+              f"{m['base']} after those: the same flushes on a clean L2, adjacent in time; counted: the first "
+              f"{m['counted']} after it, less the first {m['counted']} of those after them), in one ncu run with the caches left alone (`--cache-control none`, the two DRAM counters: one pass), "
               f"the measured call {m['repeats']} times, the median per launch: reads = the launch's own; writes = "
               "its own + what the flushes after it write back (less their own writes); against the L2 model with "
               "`flush_writes=True` (every dirty byte written once). `writes = stored bytes`: the same criterion "
@@ -942,6 +1013,10 @@ def main(argv=None) -> int:
     ap.add_argument("--wb-base", type=int, default=WB_BASE, help="flushes after those, subtracted (0: the run's "
                     "median of a flush after a flush)")
     ap.add_argument("--wb-repeats", type=int, default=WB_REPEATS, help="calls per configuration (median)")
+    ap.add_argument("--wb-counted", type=int, default=WB_COUNTED, help="of the after (and base) flushes, how many "
+                    "count")
+    ap.add_argument("--rederive", help="a fidelity_h200.json with raw write-back rows: read them again with the "
+                    "--wb-* method (no GPU); rewrites it and its markdown")
     ap.add_argument("--writeback-child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.writeback_child:
@@ -956,6 +1031,15 @@ def main(argv=None) -> int:
         write_markdown(res, os.path.splitext(a.recompare)[0] + ".md")
         print(json.dumps(res["recompared"]["summary"], indent=1))
         return 0
+    if a.rederive:
+        with open(a.rederive) as f:
+            res = rederive(json.load(f), {"before": a.wb_before, "after": a.wb_after, "base": a.wb_base,
+                                          "repeats": a.wb_repeats, "counted": a.wb_counted})
+        with open(a.rederive, "w") as f:
+            json.dump(res, f, indent=1, default=str)
+        write_markdown(res, os.path.splitext(a.rederive)[0] + ".md")
+        print(json.dumps(res["summary"], indent=1))
+        return 0
     if a.markdown_only:
         with open(a.markdown_only) as f:
             res = json.load(f)
@@ -968,7 +1052,8 @@ def main(argv=None) -> int:
     res = run(a.out, kernels, a.dry_run, a.budget_s, a.workers, window=not a.no_window,
               writeback=not a.no_writeback, sets=set(a.sets.split(",")) if a.sets else None,
               window_sets=set(a.window_sets.split(",")) if a.window_sets else None,
-              method={"before": a.wb_before, "after": a.wb_after, "base": a.wb_base, "repeats": a.wb_repeats})
+              method={"before": a.wb_before, "after": a.wb_after, "base": a.wb_base, "repeats": a.wb_repeats,
+                      "counted": a.wb_counted})
     print(json.dumps(res["summary"], indent=1))
     print(f"estimated device time {res['estimated_device_seconds']} s; wrote {a.out}/fidelity_h200.json and .md")
     return 0

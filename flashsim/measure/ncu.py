@@ -204,7 +204,7 @@ def ncu_launch_sequence(argv: list, kernel_regex: str, metrics=None, timeout: fl
 
 
 def writeback_totals(launches: list, flush_kernel: str, baseline_write_bytes: float | None = None,
-                     before: int = 1, after: int = 1, base: int = 0) -> dict:
+                     before: int = 1, after: int = 1, base: int = 0, counted: int | None = None) -> dict:
     """Pair each measured launch with the flushes around it (:func:`ncu_launch_sequence`'s records).
 
     ``launches``: one profiled range, two flushes (the second, after a flush, measures the flush's own DRAM bytes)
@@ -212,9 +212,11 @@ def writeback_totals(launches: list, flush_kernel: str, baseline_write_bytes: fl
     back whatever ran unprofiled in between (e.g. an output buffer's fill), so K starts with a clean L2 as in ncu's
     own per-kernel window; those after it write back K's dirty lines; the ``base`` flushes after those run on a
     clean L2, the same sequence with no launch, adjacent in time: their writes are what the ``after`` flushes
-    write of their own. Per K: ``window_*`` (its own counters), ``residue_write_bytes`` (the after flushes'
-    writes less the flushes' own: the block's base flushes when ``base`` (which must then equal ``after``), else
-    ``after`` x ``baseline_write_bytes``, default this range's second flush), ``residue_read_bytes`` (their reads
+    write of their own. Per K: ``window_*`` (its own counters), ``residue_write_bytes`` (the writes of the first
+    ``counted`` (default all) after flushes less the flushes' own: as many of the block's base flushes when
+    ``base`` (which must then equal ``after``), else ``counted`` x ``baseline_write_bytes``, default this range's
+    second flush; counting fewer than all adds less of the flushes' own noise where the first flush already
+    writes everything back), ``residue_read_bytes`` (their reads
     beyond the baseline's: a check that write-back costs no reads), ``pre_write_bytes`` (the flushes before it)
     and ``total_read_bytes`` = the window's, ``total_write_bytes`` = window + residue. Raises FlashsimError when
     the launches are not in that order.
@@ -222,8 +224,10 @@ def writeback_totals(launches: list, flush_kernel: str, baseline_write_bytes: fl
     names = [L["kernel"] for L in launches]
     block = before + 1 + after + base
     shape = f"[flush, flush, (flush x {before}, kernel, flush x {after + base})...]"
-    if (base and base != after) or before < 1 or after < 1:
-        raise FlashsimError(f"writeback_totals: before, after >= 1 and base 0 or = after, got {before, after, base}")
+    counted = after if counted is None else counted
+    if (base and base != after) or before < 1 or after < 1 or not 1 <= counted <= after:
+        raise FlashsimError(f"writeback_totals: before, after >= 1, base 0 or = after and 1 <= counted <= after, "
+                            f"got {before, after, base, counted}")
     if len(names) < 2 or names[:2] != [flush_kernel] * 2 or (len(names) - 2) % block:
         raise FlashsimError(f"writeback_totals: expected {shape}, got {names}")
     first = launches[1]
@@ -231,13 +235,13 @@ def writeback_totals(launches: list, flush_kernel: str, baseline_write_bytes: fl
     out = []
     for i in range(2, len(launches), block):
         pre, k = launches[i:i + before], launches[i + before]
-        post = launches[i + before + 1:i + before + 1 + after]
-        own = launches[i + before + 1 + after:i + block]
+        post, own = launches[i + before + 1:i + before + 1 + after], launches[i + before + 1 + after:i + block]
         if any(L["kernel"] != flush_kernel for L in pre + post + own) or k["kernel"] == flush_kernel:
             raise FlashsimError(f"writeback_totals: expected {shape}, got {names}")
+        post, own = post[:counted], own[:counted]
         post_w, post_r = sum(L["dram_write_bytes"] for L in post), sum(L["dram_read_bytes"] for L in post)
-        own_w = sum(L["dram_write_bytes"] for L in own) if base else after * base_w
-        own_r = sum(L["dram_read_bytes"] for L in own) if base else after * first["dram_read_bytes"]
+        own_w = sum(L["dram_write_bytes"] for L in own) if base else counted * base_w
+        own_r = sum(L["dram_read_bytes"] for L in own) if base else counted * first["dram_read_bytes"]
         res_w = post_w - own_w
         out.append({"kernel": k["kernel"], "window_read_bytes": k["dram_read_bytes"],
                     "window_write_bytes": k["dram_write_bytes"], "residue_write_bytes": res_w,

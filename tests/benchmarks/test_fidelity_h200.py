@@ -148,7 +148,7 @@ def test_measure_writeback_two_flushes_each_side_and_repeats(monkeypatch):
     launches = [{"kernel": n, "dram_read_bytes": float(r), "dram_write_bytes": float(w)} for n, r, w in rows]
     log = {"configs": [{"i": 0, "started": True, "count": 2}]}
     monkeypatch.setattr(F, "_writeback_ncu", lambda spec, names, timeout: (launches, [1] * len(rows), log))
-    (a,) = F.measure_writeback([cfg], before=2, after=2, base=2, repeats=2)
+    (a,) = F.measure_writeback([cfg], before=2, after=2, base=2, repeats=2, counted=2)
     (L,) = a["launches"]
     # repeat 1: 10 + 23 - 3 = 30; repeat 2: 8 + 31 - 3 = 36; lower median = repeat 1
     assert L["repeats"] == [[100, 30, 3], [104, 36, 3]]
@@ -156,3 +156,13 @@ def test_measure_writeback_two_flushes_each_side_and_repeats(monkeypatch):
     assert L["total_read_bytes"] == 100 and L["pre_write_bytes"] == 5 and a["repeats"] == 2
     row = F.compare(cfg, F.predict(cfg), None, a)["launches"][0]
     assert row["wb_write_spread_bytes"] == 6 and row["wb_repeat_write_bytes"] == [30, 36]
+    # the default: only the first flush after it counted, less the first base flush: 10 + 20 - 2, 8 + 30 - 1
+    (a,) = F.measure_writeback([cfg], before=2, after=2, base=2, repeats=2)
+    assert a["launches"][0]["repeats"] == [[100, 28, 2], [104, 37, 1]] and a["counted"] == 1
+    # the same rows read again from the stored raw rows (rederive), with 2 counted: as measured with 2
+    res = {"rows": [{"config": cfg, "predicted": F.predict(cfg), "measured": None, "writeback": a}],
+           "writeback_method": {"before": 2, "after": 2, "base": 2, "repeats": 2, "counted": 1}}
+    F.rederive(res, {"before": 2, "after": 2, "base": 2, "repeats": 2, "counted": 2})
+    assert res["rows"][0]["writeback"]["launches"][0]["total_write_bytes"] == 30
+    assert res["rows"][0]["launches"][0]["wb_write_spread_bytes"] == 6
+    assert res["writeback_method_at_run"]["counted"] == 1

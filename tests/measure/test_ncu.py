@@ -97,6 +97,9 @@ def test_writeback_totals_with_base_flushes_subtracts_the_adjacent_ones():
         (20, 9, 2, 29)
     assert (a["pre_write_bytes"], a["residue_read_bytes"], b["total_write_bytes"]) == (32, 1, 5)
     assert res["baseline"]["subtracted_write_bytes"] is None
+    # only the first flush after K counted, less the first base flush: 20 + 9 - 1
+    one = writeback_totals(seq, "F", before=2, after=2, base=2, counted=1)["launches"][0]
+    assert (one["residue_write_bytes"], one["total_write_bytes"], one["residue_read_bytes"]) == (8, 28, 1)
     with pytest.raises(FlashsimError, match="expected"):
         writeback_totals(seq[:-1], "F", before=2, after=2, base=2)
     with pytest.raises(FlashsimError, match="base 0 or = after"):
