@@ -225,20 +225,73 @@ def sdpa_fn(backend, q, k, v, causal):
     return fn
 
 
-def time_fns(row, fns, fl, warmup, rep, suffix=""):
-    """Time each of ``fns`` into ``row`` (NAME_ms, NAME_tflops, or NAME_error), then gluon{suffix}_vs_BASE =
-    BASE's time / Gluon's for cuDNN, SDPA-flash and Triton (> 1: Gluon faster)."""
+#: interleaved timing rounds per row (``--rounds``): the time of one kernel measured twice in one row, back to back,
+#: differed by up to 16 % on the H200 (gluon_h200_2026-12-02_4.md), clock and L2 state drifting within a row; timing
+#: every kernel of a row once per round, in a fresh order each round, and taking each ratio per round exposes every
+#: kernel to the same drift, and the rounds' min-max says how far a ratio can be trusted
+ROUNDS = 5
+
+
+def time_rounds(fns, warmup, rep, rounds=None, seed=0):
+    """{name: [ms of each round, None where it raised]} and {name: error}: ``rounds`` rounds, each a
+    :func:`bench_unpoisoned` median of every function in ``fns`` once, in an order shuffled afresh each round
+    (seeded, so a run can be repeated). Each function is called once first (compilation, autotuning), untimed."""
+    import random
+    rounds = ROUNDS if rounds is None else rounds
+    rng = random.Random(seed)
+    per, errors = {name: [None] * rounds for name in fns}, {}
     for name, fn in fns.items():
         try:
-            ms = bench_unpoisoned(fn, warmup, rep)
-            row[f"{name}_ms"] = ms
-            row[f"{name}_tflops"] = fl / ms * 1e-9
+            fn()
         except Exception as exc:
-            row[f"{name}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            errors[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    for i in range(rounds):
+        order = [name for name in fns if name not in errors]
+        rng.shuffle(order)
+        for name in order:
+            try:
+                per[name][i] = bench_unpoisoned(fns[name], warmup, rep)
+            except Exception as exc:
+                errors[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    return per, errors
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def round_ratio(per, num, den):
+    """(median, min, max) over rounds of num's time / den's time in the same round (> 1: ``den`` faster), or None
+    when no round timed both."""
+    rs = [a / b for a, b in zip(per.get(num) or (), per.get(den) or ()) if a is not None and b is not None]
+    return (_median(rs), min(rs), max(rs)) if rs else None
+
+
+def put_ratio(row, key, per, num, den):
+    """row[key] = the median per-round ratio num/den; row[key_min], row[key_max] = its range over the rounds."""
+    r = round_ratio(per, num, den)
+    if r is not None:
+        row[key], row[f"{key}_min"], row[f"{key}_max"] = r
+
+
+def time_fns(row, fns, fl, warmup, rep, suffix=""):
+    """Time ``fns`` in interleaved rounds (:func:`time_rounds`) into ``row``: NAME_ms (median over rounds),
+    NAME_rounds_ms, NAME_tflops, or NAME_error; then gluon{suffix}_vs_BASE for cuDNN, SDPA-flash and Triton, the
+    median over rounds of BASE's time / Gluon's in the same round (> 1: Gluon faster), with its _min and _max."""
+    per, errors = time_rounds(fns, warmup, rep, seed=len(row) + int(row.get("N", 0)))
+    for name in fns:
+        got = [x for x in per[name] if x is not None]
+        if got:
+            row[f"{name}_ms"] = _median(got)
+            row[f"{name}_tflops"] = fl / row[f"{name}_ms"] * 1e-9
+            row[f"{name}_rounds_ms"] = per[name]
+        if name in errors:
+            row[f"{name}_error"] = errors[name]
     for base in ("cudnn", "flash", "triton"):
-        if f"{base}{suffix}_ms" in row and f"gluon{suffix}_ms" in row:
-            row[f"gluon{suffix}_vs_{base}"] = row[f"{base}{suffix}_ms"] / row[f"gluon{suffix}_ms"]
-    return row
+        put_ratio(row, f"gluon{suffix}_vs_{base}", per, f"{base}{suffix}", f"gluon{suffix}")
+    return per
 
 
 def time_row(g, flash_forward, dtype, d, causal, N, warmup, rep, ablation):
@@ -266,7 +319,8 @@ def time_row(g, flash_forward, dtype, d, causal, N, warmup, rep, ablation):
         fns["triton"] = lambda: flash_forward(q, k, v, causal=causal)
     if ablation:
         fns["gluon_no_pingpong"] = lambda: g.gluon_forward(q, k, v, causal=causal, pingpong=False)
-    return time_fns(row, fns, fl, warmup, rep)
+    time_fns(row, fns, fl, warmup, rep)
+    return row
 
 
 def versions():
@@ -285,6 +339,7 @@ def versions():
 
 
 def main(argv=None):
+    global ROUNDS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--quick", action="store_true", help="fewer correctness cases and timed rows")
@@ -307,7 +362,18 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="fp16,bf16", help="with --bwd: the dtypes of the timed rows")
     ap.add_argument("--triton-bwd-dtypes", default="fp16",
                     help="with --bwd: the dtypes whose rows also time the Triton backward (fewer compiles: fp16)")
+    ap.add_argument("--rounds", type=int, default=ROUNDS,
+                    help="interleaved timing rounds per row (each kernel of the row once per round, a fresh order "
+                         "each round; ratios: median over rounds of the per-round ratio, with their min-max)")
+    ap.add_argument("--tune-fwd-rows", default=None, metavar="TABLE_JSON",
+                    help="with --bwd: tune the forward per (d, causal, N) on the rows that missed 1.0x cuDNN in this "
+                         "earlier table (both dtypes), before the grid; out['fwd_adopted'] says what won")
+    ap.add_argument("--tune-budget-s", type=float, default=150, help="with --tune-fwd-rows: start no row after this")
+    ap.add_argument("--fwd-adopted", default=None, metavar="TUNE_JSON",
+                    help="with --bwd: apply a --tune-fwd-rows run's fwd_adopted before the table, and time the "
+                         "replaced configuration beside it in those rows")
     args = ap.parse_args(argv)
+    ROUNDS = args.rounds
     import torch
     if args.bwd or args.ncu_bwd:
         return bwd_main(args)
@@ -495,10 +561,12 @@ def bwd_flops(B, H, N, d, causal):
 
 
 def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=None, with_triton=True,
-                 flash_forward=None):
+                 flash_forward=None, fwd_committed=None):
     """The backward, timed: cuDNN, SDPA-flash (autograd.grad on a saved graph), Triton, Gluon (each config); and the
     forward on the same inputs: cuDNN, SDPA-flash, Gluon, the Triton forward (``flash_forward`` given) and, in fp16
-    rows, the Gluon forward with ping-pong off (the ablation chapter 14 shows)."""
+    rows, the Gluon forward with ping-pong off (the ablation chapter 14 shows); ``fwd_committed`` (a full forward
+    configuration): also the forward under it (``gluon_committed_fwd``), where the run adopted another one for this
+    row (``--fwd-adopted``), and gluon_fwd_vs_committed, the per-round ratio of the two."""
     import torch
     from torch.nn.attention import SDPBackend
     B, H = 16384 // N, 2048 // d
@@ -536,7 +604,13 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
         fwd_fns["triton_fwd"] = lambda: flash_forward(q, k, v, causal=causal, gluon=False)
     if dtype == torch.float16:
         fwd_fns["gluon_no_pingpong_fwd"] = lambda: g.gluon_forward(q, k, v, causal=causal, pingpong=False)
-    time_fns(row, fwd_fns, fl_fwd, warmup, rep, suffix="_fwd")
+    if fwd_committed is not None:
+        fwd_fns["gluon_committed_fwd"] = lambda: g.gluon_forward(q, k, v, causal=causal, config=fwd_committed)
+    per = time_fns(row, fwd_fns, fl_fwd, warmup, rep, suffix="_fwd")
+    if fwd_committed is not None:
+        row["fwd_committed_config"] = fwd_committed
+        put_ratio(row, "gluon_fwd_vs_committed", per, "gluon_committed_fwd", "gluon_fwd")
+    row["fwd_config"] = g.forward_config(d, causal, N)
 
     fns = {}
     for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
@@ -561,11 +635,10 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
             if flash_backward is not None:
                 fns[f"{name}_full"] = lambda cfg=cfg: _with_bwd_config(
                     g, (d, causal), cfg, lambda: flash_backward(q, k, v, o, lse, do, causal=causal, gluon=True))
-    time_fns(row, fns, fl, warmup, rep)
+    per = time_fns(row, fns, fl, warmup, rep)
     for name in configs or ():
         for base in ("cudnn", "triton"):
-            if f"{name}_full_ms" in row and f"{base}_ms" in row:
-                row[f"{name}_full_vs_{base}"] = row[f"{base}_ms"] / row[f"{name}_full_ms"]
+            put_ratio(row, f"{name}_full_vs_{base}", per, base, f"{name}_full")
     return row
 
 
@@ -623,6 +696,133 @@ def fwd_by_n(g, warmup, rep):
     return out
 
 
+#: forward candidates that --tune-fwd-rows times in each row, per (d, causal): overrides on top of the row's current
+#: configuration (``forward_config(d, causal, N)``); the current one with PINGPONG flipped is tried in every row too.
+#: What the kernel supports: NC consumer warpgroups (3 only at d=64: registers), STAGES K/V ring slots (2 at d=128:
+#: shared memory), and the persistent grid's tile order (L2_SECTION_BYTES: heads per L2 section; 1 << 40: one section,
+#: the plain longest-first order)
+FWD_ROW_CANDIDATES = {
+    (64, False): [dict(STAGES=2), dict(STAGES=4)],
+    (64, True): [dict(STAGES=3), dict(NC=3, STAGES=3, CONSUMER_REGS=160),
+                 dict(NC=3, STAGES=3, CONSUMER_REGS=160, PINGPONG=True)],
+    (128, False): [dict(L2_SECTION_BYTES=40 << 20)],
+    (128, True): [dict(L2_SECTION_BYTES=1 << 40), dict(L2_SECTION_BYTES=40 << 20)],
+}
+
+
+def _fwd_check_one_head(g, q, k, v, causal, cfg):
+    """(ok, err, err_torch): the forward under ``cfg`` on batch 0, head 0 of (q, k, v) against float64 torch on the
+    GPU, within 2x the error of torch SDPA in the same dtype."""
+    import torch
+    import torch.nn.functional as F
+    N, d = q.shape[-2:]
+    q1, k1, v1 = (t[:1, :1] for t in (q, k, v))
+    o, _ = g.gluon_forward(q1, k1, v1, causal=causal, config=cfg)
+    sc = (q1.double() @ k1.double().transpose(-1, -2)) * d ** -0.5
+    if causal:
+        sc = sc.masked_fill(torch.ones(N, N, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    ref = torch.softmax(sc, -1) @ v1.double()
+    del sc
+    err, err_t = rel_err(o, ref), rel_err(F.scaled_dot_product_attention(q1, k1, v1, is_causal=causal), ref)
+    return bool(err <= 2 * err_t + 1e-6), err, err_t
+
+
+def tune_fwd_rows(g, previous, warmup, rep, budget_s, save, out):
+    """Per table row that missed 1.0x cuDNN in ``previous`` (a --bwd table's JSON), both dtypes: the row's current
+    forward configuration, the same with PINGPONG flipped and :data:`FWD_ROW_CANDIDATES`, each checked (ragged N =
+    1000, then the row's own inputs on one head) and then timed with cuDNN in interleaved rounds
+    (:func:`time_rounds`). A candidate *wins* a row when its median per-round speedup over the current configuration
+    exceeds 1 by more than that speedup's min-max over the rounds (choosing and verifying on one run favours the
+    winner, so a margin inside the noise is not taken). out["fwd_adopted"]: per (d, causal, N) the candidate with
+    the largest median speedup among those that won in every dtype timed, as overrides of ``FWD_CONFIGS[(d,
+    causal)]`` (what ``FWD_CONFIGS_BY_N`` would hold). Stops starting rows after ``budget_s`` seconds."""
+    import torch
+    from torch.nn.attention import SDPBackend
+    t0 = time.time()
+    prev = [r for r in json.load(open(previous))["rows"] if isinstance(r.get("gluon_fwd_vs_cudnn"), (int, float))]
+    worst = {}
+    for r in prev:
+        key = (r["d"], bool(r["causal"]), r["N"])
+        worst[key] = min(worst.get(key, 9.0), r["gluon_fwd_vs_cudnn"])
+    keys = sorted((k for k, x in worst.items() if x < 1.0), key=lambda k: worst[k])
+    out["fwd_row_tuning"], out["fwd_adopted"] = [], {}
+    checked = {}
+    for d, causal, N in keys:
+        if time.time() - t0 > budget_s:
+            out.setdefault("fwd_row_tuning_skipped", []).append([d, causal, N])
+            continue
+        current = g.forward_config(d, causal, N)
+        cands = [dict(PINGPONG=not current["PINGPONG"])] + FWD_ROW_CANDIDATES.get((d, causal), [])
+        fulls = [dict(current, **c) for c in cands]
+        fulls = [f for i, f in enumerate(fulls) if f != current and f not in fulls[:i]]
+        wins = {}
+        for dtype in (torch.float16, torch.bfloat16):
+            B, H = 16384 // N, 2048 // d
+            torch.manual_seed(N + d + 2)
+            q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=dtype) for _ in range(3))
+            rec = dict(dtype=str(dtype).replace("torch.", ""), d=d, causal=causal, N=N, current=current,
+                       candidates=[], previous_worst_vs_cudnn=worst[(d, causal, N)])
+            fns = {"cudnn": sdpa_fn(SDPBackend.CUDNN_ATTENTION, q, k, v, causal),
+                   "current": lambda: g.gluon_forward(q, k, v, causal=causal, config=current)}
+            for i, full in enumerate(fulls):
+                c = dict(config=full)
+                try:
+                    ck = (str(dtype), json.dumps(full, sort_keys=True), causal)
+                    if ck not in checked:      # ragged N, host float64 reference
+                        torch.manual_seed(5)
+                        qs, ks, vs = (torch.randn(2, 3, 1000, d, device="cuda", dtype=dtype) for _ in range(3))
+                        o, _ = g.gluon_forward(qs, ks, vs, causal=causal, config=full)
+                        ref, _ = reference(qs, ks, vs, causal, d ** -0.5)
+                        import torch.nn.functional as F
+                        et = rel_err(F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal), ref)
+                        checked[ck] = bool(rel_err(o, ref) <= 2 * et + 1e-6)
+                    c["ok"], c["err"], c["err_torch"] = _fwd_check_one_head(g, q, k, v, causal, full)
+                    c["ok"] = c["ok"] and checked[ck]
+                except Exception as exc:
+                    c.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[:400]}")
+                if c["ok"]:
+                    fns[f"cand{i}"] = lambda full=full: g.gluon_forward(q, k, v, causal=causal, config=full)
+                rec["candidates"].append(c)
+            per, errors = time_rounds(fns, warmup, rep, seed=N + d)
+            rec["rounds_ms"], rec["errors"] = per, errors
+            rec["current_vs_cudnn"] = round_ratio(per, "cudnn", "current")
+            for i, c in enumerate(rec["candidates"]):
+                if f"cand{i}" not in fns or f"cand{i}" in errors:
+                    continue
+                c["vs_cudnn"] = round_ratio(per, "cudnn", f"cand{i}")
+                c["speedup"] = sp = round_ratio(per, "current", f"cand{i}")     # (median, min, max) over rounds
+                c["wins"] = bool(sp and sp[0] - 1 > sp[2] - sp[1])
+                wins.setdefault(i, []).append(sp[0] if c["wins"] else None)
+            print("tune_fwd_row", rec["dtype"], d, causal, N, "current/cuDNN", rec["current_vs_cudnn"],
+                  [(json.dumps({kk: vv for kk, vv in c["config"].items() if current.get(kk) != vv}),
+                    c.get("ok"), c.get("speedup"), c.get("wins")) for c in rec["candidates"]],
+                  f"{time.time() - t0:.0f} s")
+            out["fwd_row_tuning"].append(rec)
+            save()
+        good = [(math.prod(sps) ** (1 / len(sps)), i) for i, sps in wins.items() if len(sps) == 2 and all(sps)]
+        if good:
+            best = fulls[max(good)[1]]
+            base = g.FWD_CONFIGS[(d, causal)]
+            over = {kk: vv for kk, vv in best.items() if base.get(kk) != vv}
+            out["fwd_adopted"][f"d{d}_causal{int(causal)}_N{N}"] = over
+            print("adopted", d, causal, N, over)
+        save()
+    return out
+
+
+def apply_fwd_adopted(g, adopted):
+    """Put ``adopted`` ({"d64_causal1_N2048": overrides of FWD_CONFIGS, ...}, from --tune-fwd-rows) in front of
+    ``g.FWD_CONFIGS_BY_N`` as exact-N ranges; returns {(d, causal, N): the full configuration it replaces}."""
+    import re
+    replaced = {}
+    for key, over in adopted.items():
+        m = re.fullmatch(r"d(\d+)_causal([01])_N(\d+)", key)
+        d, causal, N = int(m.group(1)), m.group(2) == "1", int(m.group(3))
+        replaced[(d, causal, N)] = g.forward_config(d, causal, N)
+        g.FWD_CONFIGS_BY_N.setdefault((d, causal), []).insert(0, (N, N, dict(over)))
+    return replaced
+
+
 def bwd_main(args):
     import torch
     g, how = load_gluon()
@@ -663,6 +863,16 @@ def bwd_main(args):
     except Exception as exc:
         flash_backward = flash_forward = None
         result["triton_kernel"] = f"unavailable: {type(exc).__name__}: {exc}"
+    if args.tune_fwd_rows:
+        tune_fwd_rows(g, args.tune_fwd_rows, args.warmup, args.rep, args.tune_budget_s, save, result)
+    fwd_replaced = {}
+    if args.fwd_adopted:
+        try:    # a tuning run that timed out before its first adoption leaves none (or no file)
+            result["fwd_adopted"] = json.load(open(args.fwd_adopted)).get("fwd_adopted") or {}
+        except Exception as exc:
+            result["fwd_adopted"], result["fwd_adopted_error"] = {}, f"{type(exc).__name__}: {exc}"
+        fwd_replaced = apply_fwd_adopted(g, result["fwd_adopted"])
+    result["rounds"] = ROUNDS
     # the forward's configurations (as the forward-only run records them), and its overrides by N
     result["configs"] = {f"d{d}_causal{int(c)}": cfg for (d, c), cfg in g.FWD_CONFIGS.items()}
     result["configs_by_n"] = {f"d{d}_causal{int(c)}": ranges for (d, c), ranges in g.FWD_CONFIGS_BY_N.items()}
@@ -755,7 +965,8 @@ def bwd_main(args):
                             r = bwd_time_row(g, flash_backward, dtype, d, causal, N, args.warmup, args.rep,
                                              configs=extra,
                                              with_triton=not args.no_triton and dtype in triton_bwd,
-                                             flash_forward=None if args.no_triton else flash_forward)
+                                             flash_forward=None if args.no_triton else flash_forward,
+                                             fwd_committed=fwd_replaced.get((d, causal, N)))
                         except Exception as exc:
                             r = dict(dtype=str(dtype), d=d, causal=causal, N=N,
                                      error=f"{type(exc).__name__}: {str(exc)[:600]}")

@@ -2,6 +2,9 @@
 row, each row's target (forward >= 1.0x cuDNN, backward >= 0.9x cuDNN) and by how much it misses. Where the run
 timed the Triton kernels, their ratio too; where it timed the committed backward configurations beside the chosen
 ones (``--bwd-override``), the committed configurations' ratio to cuDNN (the whole flash_backward path, as Gluon's).
+Where the run timed in interleaved rounds (``--rounds``), the ratio is the median of the per-round ratios and the
+table gives their min-max over the rounds; where it timed a replaced forward configuration beside an adopted one
+(``--fwd-adopted``), that one's per-round ratio too.
 
     python benchmarks/experiments/gluon_table_md.py benchmarks/results/gluon_h200_2026-12-02_4.json
 """
@@ -33,14 +36,18 @@ def main(argv=None):
         triton = any(f"gluon{key}_vs_triton" in r for r in rows)
         committed = kind == "backward" and any("gluon_committed_full_ms" in r for r in rows)
         pingpong = kind == "forward" and any("gluon_no_pingpong_fwd_ms" in r for r in rows)
+        spread = any(f"gluon{key}_vs_cudnn_min" in r for r in rows)
+        replaced = kind == "forward" and any("gluon_fwd_vs_committed" in r for r in rows)
         head = "| dtype | d | causal | N | cuDNN | SDPA-flash |" + (" Triton |" if triton else "") + " Gluon |"
-        head += " Gluon/cuDNN | Gluon/flash |" + (" Gluon/Triton |" if triton else "")
+        head += " Gluon/cuDNN |" + (" rounds min-max |" if spread else "")
+        head += " Gluon/flash |" + (" Gluon/Triton |" if triton else "")
         head += " ping-pong off: Gluon ms on / off |" if pingpong else ""
         head += " committed configurations: Gluon/cuDNN |" if committed else ""
+        head += " adopted / replaced configuration (rounds min-max) |" if replaced else ""
         head += f" correct | target >= {target}x cuDNN |"
         print(head)
         print("|" + "---|" * (head.count("|") - 1))
-        ratios, met, ratios_c, met_c, tr = [], 0, [], 0, []
+        ratios, met, ratios_c, met_c, tr, every, none = [], 0, [], 0, [], 0, 0
         for r in rows:
             g = r.get(f"gluon{key}_vs_cudnn")
             if isinstance(g, (int, float)):
@@ -49,8 +56,14 @@ def main(argv=None):
             line = (f"| {r['dtype']} | {r['d']} | {r['causal']} | {r['N']} | {_f(r.get(f'cudnn{key}_tflops'))} | "
                     f"{_f(r.get(f'flash{key}_tflops'))} |")
             line += f" {_f(r.get(f'triton{key}_tflops'))} |" if triton else ""
-            line += (f" {_f(r.get(f'gluon{key}_tflops'))} | {_f(g, '{:.2f}')} | "
-                     f"{_f(r.get(f'gluon{key}_vs_flash'), '{:.2f}')} |")
+            line += f" {_f(r.get(f'gluon{key}_tflops'))} | {_f(g, '{:.2f}')} |"
+            if spread:
+                lo, hi = r.get(f"gluon{key}_vs_cudnn_min"), r.get(f"gluon{key}_vs_cudnn_max")
+                line += f" {_f(lo, '{:.2f}')}-{_f(hi, '{:.2f}')} |"
+                if isinstance(lo, (int, float)):
+                    every += lo >= target
+                    none += hi < target
+            line += f" {_f(r.get(f'gluon{key}_vs_flash'), '{:.2f}')} |"
             if triton:
                 t = r.get(f"gluon{key}_vs_triton")
                 line += f" {_f(t, '{:.2f}')} |"
@@ -64,6 +77,10 @@ def main(argv=None):
                     ratios_c.append(c)
                     met_c += c >= target
                 line += f" {_f(c, '{:.2f}')} |"
+            if replaced:
+                c = r.get("gluon_fwd_vs_committed")
+                line += (f" {_f(c, '{:.2f}')} ({_f(r.get('gluon_fwd_vs_committed_min'), '{:.2f}')}-"
+                         f"{_f(r.get('gluon_fwd_vs_committed_max'), '{:.2f}')}) |" if c is not None else " - |")
             ok = r.get("fwd_correct" if key else "correct")
             line += f" {'yes' if ok else ok} | {_verdict(g, target) if 'error' not in r else r['error'][:80]} |"
             print(line)
@@ -71,7 +88,8 @@ def main(argv=None):
             print(f"\n{kind}: {met}/{len(ratios)} rows meet {target}x cuDNN; Gluon/cuDNN {_span(ratios)}"
                   + (f"; Gluon/Triton {_span(tr)} ({sum(x >= 1 for x in tr)}/{len(tr)} rows >= 1)" if tr else "")
                   + (f"; with the committed configurations: {met_c}/{len(ratios_c)} rows, {_span(ratios_c)}"
-                     if ratios_c else ""))
+                     if ratios_c else "")
+                  + (f"; met in every round: {every}, missed in every round: {none}" if spread else ""))
 
 
 if __name__ == "__main__":
