@@ -90,6 +90,8 @@ WB_BEFORE, WB_AFTER, WB_BASE, WB_REPEATS = 2, 2, 2, 3
 #: was off by +0.08..+0.21 MiB, 2 and 2 by +0.07..+0.30, 1 less the run's median flush by +0.07..+0.24; the second
 #: flush after a launch writes what a flush on a clean L2 does (median 0.08 MiB, 2940 flushes): nothing is left
 WB_COUNTED = 1
+#: the write-back method as one dict (probe_writeback, measure_writeback, run and rederive take its keys)
+WB_METHOD = dict(before=WB_BEFORE, after=WB_AFTER, base=WB_BASE, repeats=WB_REPEATS, counted=WB_COUNTED)
 #: the verification before the sweep: a kernel writing X MiB must show X MiB of writes in window + flushes
 PROBE_WRITE_MIB = (0.5, 2, 8, 24, 48, 96)
 #: what the probe allows: the first run (2026-12-02_4, call 1) found window + flush within 0.1-0.7 MiB of the bytes
@@ -650,8 +652,7 @@ def rederive(result: dict, method: dict | None = None) -> dict:
     comparison with the predictions stored in the run; ``result["writeback_method"]`` and the summary updated,
     the method the run was read with at first kept as ``result["writeback_method_at_run"]``."""
     run_m = result.get("writeback_method") or {}
-    m = dict({"before": WB_BEFORE, "after": WB_AFTER, "base": WB_BASE, "repeats": WB_REPEATS,
-              "counted": WB_COUNTED}, **(method or {}))
+    m = dict(WB_METHOD, **(method or {}))
     if any(run_m.get(k) not in (None, m[k]) for k in ("before", "after", "base", "repeats")):
         raise ValueError(f"rederive: the run measured {run_m}, not {m}")
     result.setdefault("writeback_method_at_run", dict(run_m))
@@ -685,8 +686,7 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
     between flushes (``measure_writeback``; ``method``: its before/after/base/repeats, default the WB_ constants).
     After the write-back measurement, ``<out>/fidelity_h200_partial.json`` holds its raw results (kept if a later
     step runs out of time)."""
-    method = dict({"before": WB_BEFORE, "after": WB_AFTER, "base": WB_BASE, "repeats": WB_REPEATS,
-                   "counted": WB_COUNTED}, **(method or {}))
+    method = dict(WB_METHOD, **(method or {}))
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.time()
     cfgs = [c for c in configs(kernels) if sets is None or c["set"] in sets]

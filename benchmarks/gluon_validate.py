@@ -37,6 +37,9 @@ import json
 import math
 import os
 import platform
+import random
+import re
+import statistics
 import subprocess
 import sys
 import time
@@ -236,7 +239,6 @@ def time_rounds(fns, warmup, rep, rounds=None, seed=0):
     """{name: [ms of each round, None where it raised]} and {name: error}: ``rounds`` rounds, each a
     :func:`bench_unpoisoned` median of every function in ``fns`` once, in an order shuffled afresh each round
     (seeded, so a run can be repeated). Each function is called once first (compilation, autotuning), untimed."""
-    import random
     rounds = ROUNDS if rounds is None else rounds
     rng = random.Random(seed)
     per, errors = {name: [None] * rounds for name in fns}, {}
@@ -256,17 +258,11 @@ def time_rounds(fns, warmup, rep, rounds=None, seed=0):
     return per, errors
 
 
-def _median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
-
-
 def round_ratio(per, num, den):
     """(median, min, max) over rounds of num's time / den's time in the same round (> 1: ``den`` faster), or None
     when no round timed both."""
     rs = [a / b for a, b in zip(per.get(num) or (), per.get(den) or ()) if a is not None and b is not None]
-    return (_median(rs), min(rs), max(rs)) if rs else None
+    return (statistics.median(rs), min(rs), max(rs)) if rs else None
 
 
 def put_ratio(row, key, per, num, den):
@@ -284,7 +280,7 @@ def time_fns(row, fns, fl, warmup, rep, suffix=""):
     for name in fns:
         got = [x for x in per[name] if x is not None]
         if got:
-            row[f"{name}_ms"] = _median(got)
+            row[f"{name}_ms"] = statistics.median(got)
             row[f"{name}_tflops"] = fl / row[f"{name}_ms"] * 1e-9
             row[f"{name}_rounds_ms"] = per[name]
         if name in errors:
@@ -737,6 +733,7 @@ def tune_fwd_rows(g, previous, warmup, rep, budget_s, save, out):
     the largest median speedup among those that won in every dtype timed, as overrides of ``FWD_CONFIGS[(d,
     causal)]`` (what ``FWD_CONFIGS_BY_N`` would hold). Stops starting rows after ``budget_s`` seconds."""
     import torch
+    import torch.nn.functional as F
     from torch.nn.attention import SDPBackend
     t0 = time.time()
     prev = [r for r in json.load(open(previous))["rows"] if isinstance(r.get("gluon_fwd_vs_cudnn"), (int, float))]
@@ -773,7 +770,6 @@ def tune_fwd_rows(g, previous, warmup, rep, budget_s, save, out):
                         qs, ks, vs = (torch.randn(2, 3, 1000, d, device="cuda", dtype=dtype) for _ in range(3))
                         o, _ = g.gluon_forward(qs, ks, vs, causal=causal, config=full)
                         ref, _ = reference(qs, ks, vs, causal, d ** -0.5)
-                        import torch.nn.functional as F
                         et = rel_err(F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal), ref)
                         checked[ck] = bool(rel_err(o, ref) <= 2 * et + 1e-6)
                     c["ok"], c["err"], c["err_torch"] = _fwd_check_one_head(g, q, k, v, causal, full)
@@ -813,7 +809,6 @@ def tune_fwd_rows(g, previous, warmup, rep, budget_s, save, out):
 def apply_fwd_adopted(g, adopted):
     """Put ``adopted`` ({"d64_causal1_N2048": overrides of FWD_CONFIGS, ...}, from --tune-fwd-rows) in front of
     ``g.FWD_CONFIGS_BY_N`` as exact-N ranges; returns {(d, causal, N): the full configuration it replaces}."""
-    import re
     replaced = {}
     for key, over in adopted.items():
         m = re.fullmatch(r"d(\d+)_causal([01])_N(\d+)", key)

@@ -33,6 +33,7 @@ from flashsim.course.kit.dashboard import Dashboard, choice, toggle
 from flashsim.course.kit.optional import missing
 from flashsim.course.kit.results import load_result, recorded_names, result_source
 from flashsim.errors import FlashsimError
+from flashsim.kernels.gluon import forward_config     # the configuration rule only: imports nothing heavy
 from flashsim.model.attention.reference import reference_attention
 from flashsim.model.attention.visibility import n_blocks, visible_col_blocks
 from flashsim.model.kernel_io import kernel_dram, kernel_io
@@ -452,15 +453,8 @@ def load_gluon(path=None) -> dict | None:
                      "tflops": {k: float(r[f"{k}{fx}_tflops"]) for k in GLUON_KERNELS},
                      "no_pingpong_ms": r.get(f"gluon_no_pingpong{fx}_ms"),
                      "no_pingpong_tflops": r.get(f"gluon_no_pingpong{fx}_tflops")})
-    configs, by_n = {}, {}
-    for key, cfg in (data.get("configs") or {}).items():
-        m = re.fullmatch(r"d(\d+)_causal([01])", key)
-        if m:
-            configs[(int(m.group(1)), m.group(2) == "1")] = dict(cfg)
-    for key, ranges in (data.get("configs_by_n") or {}).items():
-        m = re.fullmatch(r"d(\d+)_causal([01])", key)
-        if m:
-            by_n[(int(m.group(1)), m.group(2) == "1")] = [tuple(x) for x in ranges]
+    configs = {key: dict(cfg) for key, cfg in _by_config_key(data.get("configs")).items()}
+    by_n = {key: [tuple(x) for x in ranges] for key, ranges in _by_config_key(data.get("configs_by_n")).items()}
     for r in rows:
         r["pingpong"] = _recorded_pingpong(configs, by_n, r["d"], r["causal"], r["n"])
     checks = [c for c in data.get("checks") or [] if isinstance(c, dict)]
@@ -474,18 +468,22 @@ def load_gluon(path=None) -> dict | None:
             "configs": configs, "rows": rows}
 
 
+def _by_config_key(table) -> dict:
+    """A recorded run's {"d64_causal1": value, ...} as {(64, True): value, ...} (other keys left out)."""
+    out = {}
+    for key, value in (table or {}).items():
+        m = re.fullmatch(r"d(\d+)_causal([01])", key)
+        if m:
+            out[(int(m.group(1)), m.group(2) == "1")] = value
+    return out
+
+
 def _recorded_pingpong(configs: dict, by_n: dict, d: int, causal: bool, n: int):
     """PINGPONG of the forward configuration a run recorded for (d, causal) at N (``configs`` and its overrides by
-    N, as :func:`flashsim.kernels.gluon.forward_config` applies them), or None when the run does not record it."""
-    cfg = configs.get((d, causal))
-    if cfg is None or "PINGPONG" not in cfg:
+    N, through :func:`flashsim.kernels.gluon.forward_config`), or None when the run does not record it."""
+    if "PINGPONG" not in configs.get((d, causal), {}):
         return None
-    pingpong = bool(cfg["PINGPONG"])
-    for lo, hi, overrides in by_n.get((d, causal), ()):
-        if n >= lo and (hi is None or n <= hi):
-            pingpong = bool(overrides.get("PINGPONG", pingpong))
-            break
-    return pingpong
+    return bool(forward_config(d, causal, n, configs=configs, by_n=by_n)["PINGPONG"])
 
 
 def gluon_rows(results=None, dtype: str | None = None, d: int | None = None, causal: bool | None = None) -> list:

@@ -52,10 +52,14 @@ FWD_CONFIGS_BY_N = {
 }
 
 
-def forward_config(d: int, causal: bool, N: int) -> dict:
-    """The forward's launch configuration for head dim d, mask and sequence length N."""
-    cfg = dict(FWD_CONFIGS[(d, bool(causal))])
-    for lo, hi, overrides in FWD_CONFIGS_BY_N.get((d, bool(causal)), ()):
+def forward_config(d: int, causal: bool, N: int, configs: dict | None = None, by_n: dict | None = None) -> dict:
+    """The forward's launch configuration for head dim d, mask and sequence length N: ``configs[(d, causal)]``
+    with the first matching range of ``by_n[(d, causal)]`` applied (default :data:`FWD_CONFIGS` and
+    :data:`FWD_CONFIGS_BY_N`; a recorded run's tables read the same way, chapter 14)."""
+    configs = FWD_CONFIGS if configs is None else configs
+    by_n = FWD_CONFIGS_BY_N if by_n is None else by_n
+    cfg = dict(configs[(d, bool(causal))])
+    for lo, hi, overrides in by_n.get((d, bool(causal)), ()):
         if N >= lo and (hi is None or N <= hi):
             cfg.update(overrides)
             break
@@ -250,7 +254,7 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
 
 
 #: the keys a backward configuration may set (:data:`BWD_CONFIGS`, ``gluon_backward(config=...)``)
-BWD_CONFIG_KEYS = frozenset({"BLOCK_M", "STAGES", "DS_TRANS", "DQ_TMA", "PIPE", "REVERSE", "LSE_SMEM"})
+BWD_CONFIG_KEYS = frozenset(BWD_CONFIG_DEFAULTS).union(*BWD_CONFIGS.values())
 
 
 def lse_delta_rows(lse, delta):
@@ -333,10 +337,8 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     if o.shape != q.shape or do.shape != q.shape or tuple(lse.shape) != (B, H, N):
         raise RuntimeError("gluon_backward: o and do must have q's shape, lse (B, H, N)")
     scale = d ** -0.5 if sm_scale is None else float(sm_scale)
-    cfg = dict(BWD_CONFIGS[(d, bool(causal))])
-    cfg.update(config or {})
+    cfg = {**BWD_CONFIG_DEFAULTS, **BWD_CONFIGS[(d, bool(causal))], **(config or {})}
     block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])
-    cfg = dict(BWD_CONFIG_DEFAULTS, **cfg)
     dq_tma, pipe, reverse, lse_smem = (bool(cfg[k]) for k in ("DQ_TMA", "PIPE", "REVERSE", "LSE_SMEM"))
     q2, k2, v2, do2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v, do))
     lse = lse.contiguous().float()
