@@ -70,7 +70,8 @@ BATCHES = (("naive", "tiled_matmul", "online_softmax"), ("flash_fwd", "flash_bwd
 MIB = 1 << 20
 #: the L2 model's settings before the current ones (kernel_dram keyword arguments), recorded next to them
 PREVIOUS_MODEL = {"l2_fraction": 0.48, "protected_fraction": 0.6, "tile_costs": (1.0, 1.0, 1.0)}
-#: the tag of the configurations first measured in the newest run (none of them used to choose the L2 model)
+#: the tag of the newest configurations of every kernel (none of them used to choose the L2 model; "new6" adds
+#: flash_fwd only)
 NEWEST_TAG = "new5"
 #: DRAM criterion (issue 13): within 5 %, or within 2 MiB where a launch moves less than 40 MiB
 DRAM_REL, DRAM_ABS_BYTES, DRAM_SMALL_BYTES = 0.05, 2 * MIB, 40 * MIB
@@ -108,7 +109,8 @@ PROBE_RESOLUTION_BYTES = 0.05 * MIB
 # "new3": first measured after the L2 model's capacity and protected share were chosen again (on "fit" alone);
 # "new4": chosen before the run that first measured them (2026-12-02_4), after the write-back measurement and the
 # L2 model's tile costs were chosen (on "fit" alone); "new5": chosen before the run that first measured them
-# (2026-12-02_5), with the model unchanged since new4 was chosen.
+# (2026-12-02_5), with the model unchanged since new4 was chosen; "new6" (flash_fwd): 128x128 tiles, chosen before
+# the run that first measured them (2026-12-02_7), after the forward's launch policy gave them 8 warps (no spills).
 # online_softmax and tiled_matmul ignore batch and heads (d = the inner dim of tiled_matmul; 1 for softmax).
 CONFIGS = {
     "naive": [
@@ -228,6 +230,10 @@ CONFIGS = {
         (1, 8, 6144, 128, True, 128, 64, "new5"),
         (2, 6, 3000, 80, False, 64, 64, "new5"),
         (1, 4, 12288, 64, False, 128, 128, "new5"),
+        (1, 8, 8192, 64, True, 128, 128, "new6"),
+        (2, 4, 4000, 32, False, 128, 128, "new6"),
+        (1, 6, 7000, 64, True, 128, 128, "new6"),
+        (2, 8, 2048, 128, True, 128, 128, "new6"),
     ],
     "flash_bwd": [
         (1, 16, 1024, 64, False, 64, 64, "fit"),

@@ -227,15 +227,19 @@ def scale_of(sm_scale, d: int) -> float:
     return sm_scale
 
 
-def forward_launch_options(block_d: int, block_m: int, num_warps=None, num_stages=None) -> dict:
+def forward_launch_options(block_d: int, block_m: int, num_warps=None, num_stages=None, block_n: int = 0) -> dict:
     """Launch options of the forward kernels (flash_forward and chapter 12's template share one policy).
 
-    Explicit num_warps/num_stages win; otherwise head dims ≥ 128 get 8 warps with 128-row Q blocks and 4 with
-    smaller ones, and other head dims keep Triton's default.
+    Explicit num_warps/num_stages win; otherwise 128-row Q blocks get 8 warps where the head dim is 128 or more
+    or the K/V block has 128 rows too (a 128x128 score tile over 4 warps does not fit the registers: ptxas spills
+    a 672-byte stack frame per thread at d=64 for sm_90, and the spilled local memory reaches DRAM as writes the
+    kernel view does not have; with 8 warps nothing spills), 4 warps with smaller Q blocks at a head dim of 128,
+    and the other cases keep Triton's default (4).
     """
     extra = {}
-    if num_warps is not None or block_d >= 128:
-        extra["num_warps"] = num_warps or (8 if block_d >= 128 and block_m >= 128 else 4)
+    wide = block_m >= 128 and (block_d >= 128 or block_n >= 128)
+    if num_warps is not None or block_d >= 128 or wide:
+        extra["num_warps"] = num_warps or (8 if wide else 4)
     if num_stages is not None:
         extra["num_stages"] = num_stages
     return extra
