@@ -110,7 +110,7 @@ PROBE_RESOLUTION_BYTES = 0.05 * MIB
 # "new4": chosen before the run that first measured them (2026-12-02_4), after the write-back measurement and the
 # L2 model's tile costs were chosen (on "fit" alone); "new5": chosen before the run that first measured them
 # (2026-12-02_5), with the model unchanged since new4 was chosen; "new6" (flash_fwd): 128x128 tiles, chosen before
-# the run that first measured them (2026-12-02_7), after the forward's launch policy gave them 8 warps (no spills).
+# the run that first measured them (2026-12-02_7), with the model unchanged.
 # online_softmax and tiled_matmul ignore batch and heads (d = the inner dim of tiled_matmul; 1 for softmax).
 CONFIGS = {
     "naive": [

@@ -1,5 +1,6 @@
 """Register spills of the course's Triton forward at 128x128 tiles, 4 warps against 8 (issue 13's one
-unexplained flash_fwd write miss: N=10240 causal d=64, block 128x128, 1.9 MiB written beyond O and LSE).
+unexplained flash_fwd write miss: N=10240 causal d=64, block 128x128, 1.9 MiB written beyond O and LSE;
+results: benchmarks/results/fwd_spill_h200_2026-12-02.md).
 
 For each shape: the kernel's registers and spill bytes as compiled (``CompiledKernel.n_regs``/``n_spills``), its
 output checked against a float64 reference on random inputs, then its time (``triton.testing.do_bench`` median,
@@ -28,17 +29,23 @@ SHAPES = [(1, 8, 10240, 64, True), (1, 4, 3000, 64, False), (1, 4, 12288, 64, Fa
           (4, 16, 4096, 64, True), (4, 16, 4096, 64, False)]
 
 
+#: pointer loads and stores (``--tma``: tensor descriptors), as the fidelity sweep's kernel_runner launches them
+TMA = "--tma" in sys.argv
+
+
 def _inputs(B, H, N, d):
     g = torch.Generator(device="cuda").manual_seed(0)
     return [torch.randn((B, H, N, d), generator=g, device="cuda", dtype=torch.float16) for _ in range(3)]
 
 
 def _run(q, k, v, causal, warps):
-    return flash_forward(q, k, v, causal=causal, block_m=128, block_n=128, num_warps=warps, gluon=False)
+    return flash_forward(q, k, v, causal=causal, block_m=128, block_n=128, num_warps=warps, gluon=False,
+                         tma=TMA)
 
 
 def _compiled(warps: int, causal: bool) -> dict:
-    """n_regs / n_spills of the compiled forward with these constexprs (the JIT's cache)."""
+    """n_regs / n_spills of every forward compiled so far with ``warps`` warps (the JIT cache; shapes share
+    kernels, so a row lists the variants compiled up to it, not only its own)."""
     out = {}
     for cache in getattr(_flash_fwd_kernel, "device_caches", {}).values():
         kernels = cache[0] if isinstance(cache, tuple) else cache
@@ -68,6 +75,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="fwd_spill.json")
     ap.add_argument("--ncu-one", type=int, default=None, help="num_warps: run SHAPES[0] once (for ncu) and exit")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--tma", action="store_true", help="tensor-descriptor loads (default: pointers)")
     a = ap.parse_args(argv)
     if a.ncu_one:
         B, H, N, d, causal = SHAPES[0]

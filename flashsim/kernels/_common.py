@@ -227,17 +227,19 @@ def scale_of(sm_scale, d: int) -> float:
     return sm_scale
 
 
-def forward_launch_options(block_d: int, block_m: int, num_warps=None, num_stages=None, block_n: int = 0) -> dict:
+def forward_launch_options(block_d: int, block_m: int, num_warps=None, num_stages=None, block_n: int = 0,
+                           tma: bool = False) -> dict:
     """Launch options of the forward kernels (flash_forward and chapter 12's template share one policy).
 
-    Explicit num_warps/num_stages win; otherwise 128-row Q blocks get 8 warps where the head dim is 128 or more
-    or the K/V block has 128 rows too (a 128x128 score tile over 4 warps does not fit the registers: ptxas spills
-    a 672-byte stack frame per thread at d=64 for sm_90, and the spilled local memory reaches DRAM as writes the
-    kernel view does not have; with 8 warps nothing spills), 4 warps with smaller Q blocks at a head dim of 128,
-    and the other cases keep Triton's default (4).
+    Explicit num_warps/num_stages win; otherwise 128-row Q blocks get 8 warps at a head dim of 128 or more, and,
+    with pointer loads (``tma`` False), where the K/V block has 128 rows too: a 128x128 score tile over 4 warps
+    runs out of registers there (the causal kernel at d=64 spills, and its local memory reaches DRAM as writes
+    beyond the stored bytes: 1.9 MiB at N=10240; through tensor descriptors it does not spill, and 4 warps were as
+    fast or faster: benchmarks/results/fwd_spill_h200_2026-12-02.md). Smaller Q blocks get 4 warps at a head dim
+    of 128; other cases keep Triton's default (4).
     """
     extra = {}
-    wide = block_m >= 128 and (block_d >= 128 or block_n >= 128)
+    wide = block_m >= 128 and (block_d >= 128 or (block_n >= 128 and not tma))
     if num_warps is not None or block_d >= 128 or wide:
         extra["num_warps"] = num_warps or (8 if wide else 4)
     if num_stages is not None:

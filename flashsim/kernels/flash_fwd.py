@@ -176,7 +176,7 @@ def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
     o = output_like(q)                                        # (B, H, N, d)
     lse = output_like(q, (B, H, N), torch.float32)            # (B, H, N)
     grid = (triton.cdiv(N, block_m), B * H)
-    extra = forward_launch_options(block_d, block_m, num_warps, num_stages, block_n)
+    extra = forward_launch_options(block_d, block_m, num_warps, num_stages, block_n, with_tma)
     descs = ((tensor_desc(q, block_m, block_d), tensor_desc(k, block_n, block_d), tensor_desc(v, block_n, block_d),
               tensor_desc(o, block_m, block_d)) if with_tma else (None,) * 4)
     _flash_fwd_kernel[grid](q, k, v, o, lse, scale, *descs,

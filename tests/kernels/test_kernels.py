@@ -158,14 +158,16 @@ def test_every_entry_point_rejects_bad_arguments_naming_the_fix(name, kw, match)
 
 
 def test_forward_launch_policy_gives_wide_tiles_8_warps():
-    """A 128x128 score tile over 4 warps spills on sm_90 (its local memory reaches DRAM as writes the kernel view
-    does not have): 128-row Q blocks get 8 warps with 128-row K/V blocks or a head dim of 128; explicit wins."""
+    """A 128x128 score tile over 4 warps with pointer loads spills on sm_90 (its local memory reaches DRAM as
+    writes the kernel view does not have): 128-row Q blocks get 8 warps with 128-row K/V blocks (pointer loads) or
+    a head dim of 128; through TMA a 128x128 tile at d=64 keeps 4; explicit wins."""
     from flashsim.kernels._common import forward_launch_options as opts
     assert opts(64, 128, block_n=128) == {"num_warps": 8}
     assert opts(128, 128, block_n=64) == {"num_warps": 8}
     assert opts(128, 64, block_n=128) == {"num_warps": 4}
     assert opts(64, 128, block_n=64) == {} and opts(64, 64, block_n=128) == {}
     assert opts(64, 128, 4, 2, block_n=128) == {"num_warps": 4, "num_stages": 2}
+    assert opts(64, 128, block_n=128, tma=True) == {} and opts(128, 128, block_n=128, tma=True) == {"num_warps": 8}
 
 
 def test_bad_launch_options_and_splits():
