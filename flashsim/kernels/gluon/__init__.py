@@ -93,7 +93,7 @@ BWD_CONFIGS = {
 }
 
 #: what :func:`gluon_backward` takes for an option a configuration leaves out
-BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False)
+BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168)
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
 #: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
@@ -261,7 +261,8 @@ def lse_delta_rows(lse, delta):
     """L and delta (B, H, N) fp32 as (B*H, N_LSE) rows for the LSE_SMEM descriptors, N_LSE = N rounded up to a
     multiple of 4 (16 bytes): a TMA copy must start at a 16-byte aligned global address, and head bh's rows start at
     4·bh·N_LSE bytes. Where N is already a multiple of 4 these are views of the inputs (no copy); otherwise copies
-    with zeros past N (the kernel masks those queries)."""
+    with zeros past N (the kernel masks those queries). The torch form of the rows that
+    :func:`flashsim.kernels.gluon.bwd_host.bwd_prologue` writes in its one pass (its test compares the two)."""
     import torch
     B, H, N = lse.shape
     n_lse = -(-N // 4) * 4
@@ -313,17 +314,14 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     """Gradients (dq, dk, dv) of O = softmax(Q Kᵀ · sm_scale) V on Hopper (:mod:`flashsim.kernels.gluon.bwd_sm90`).
 
     q, k, v, o, do: (B, H, N, d) CUDA tensors, fp16 or bf16, d in :data:`HEAD_DIMS`, any N; lse: (B, H, N) fp32,
-    the forward's natural-log logsumexp; delta: (B, H, N) fp32 rowsum(dO ∘ O) (None: computed here).
+    the forward's natural-log logsumexp; delta: (B, H, N) fp32 rowsum(dO ∘ O) (None: computed here, in the
+    prologue).
     ``config`` overrides keys of :data:`BWD_CONFIGS` (the tuning sweep; a key outside :data:`BWD_CONFIG_KEYS`
-    raises ``ValueError``). dQ is accumulated in fp32 from every K/V
-    block, then scaled and rounded once.
+    raises ``ValueError``). Three launches (:mod:`flashsim.kernels.gluon.bwd_host`): one prologue pass (delta, the
+    padded L/delta rows LSE_SMEM reads, the fp32 dQ accumulator zeroed), the main kernel (dQ accumulated in fp32
+    from every K/V block), one epilogue pass (dQ scaled and rounded once).
     Raises ``RuntimeError`` with the reason when the inputs are not covered (:func:`backward_path`).
     """
-    import torch
-    import triton
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     unknown = set(config or {}) - BWD_CONFIG_KEYS
     if unknown:
         raise ValueError(f"gluon_backward: unknown configuration keys {sorted(unknown)} (known: "
@@ -331,21 +329,38 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     path, why = backward_path(q, k, v, causal)
     if path != "gluon":
         raise RuntimeError(f"gluon_backward: {why}")
-    from .bwd_sm90 import LOG2E, attn_bwd_sm90
+    from .bwd_host import bwd_prologue, dq_epilogue
 
     B, H, N, d = q.shape
     if o.shape != q.shape or do.shape != q.shape or tuple(lse.shape) != (B, H, N):
         raise RuntimeError("gluon_backward: o and do must have q's shape, lse (B, H, N)")
     scale = d ** -0.5 if sm_scale is None else float(sm_scale)
     cfg = {**BWD_CONFIG_DEFAULTS, **BWD_CONFIGS[(d, bool(causal))], **(config or {})}
+    # LSE_SMEM: L and delta as rows of N rounded up to 4 fp32, so that every TMA copy of them starts 16-byte aligned
+    # (else the copy is an illegal instruction); the pointer-load kernel reads rows of N
+    lse_rows, delta_rows, dq_acc = bwd_prologue(o, do, lse, delta, n_lse=None if cfg["LSE_SMEM"] else N)
+    dk, dv = _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg)
+    return dq_epilogue(dq_acc, scale, q.dtype), dk, dv
+
+
+def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
+    """The main backward kernel (:func:`~flashsim.kernels.gluon.bwd_sm90.attn_bwd_sm90`) under the full
+    configuration ``cfg``: adds the unscaled dQ into ``dq_acc`` ((B, H, N, d) fp32, zeroed by the caller) and
+    returns (dk, dv). lse_rows, delta_rows: (B*H, N_LSE) fp32, N_LSE = N without LSE_SMEM."""
+    import torch
+    import triton
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    from .bwd_sm90 import LOG2E, attn_bwd_sm90
+
+    B, H, N, d = q.shape
     block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])
     dq_tma, pipe, reverse, lse_smem = (bool(cfg[k]) for k in ("DQ_TMA", "PIPE", "REVERSE", "LSE_SMEM"))
     q2, k2, v2, do2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v, do))
-    lse = lse.contiguous().float()
-    if delta is None:
-        delta = (o.float() * do.float()).sum(-1)     # (B, H, N) fp32
-    delta = delta.contiguous()
-    dq_acc = torch.zeros((B, H, N, d), dtype=torch.float32, device=q.device)   # fp32, added into by atomics
+    n_lse = lse_rows.shape[-1]
+    if not lse_smem and n_lse != N:
+        raise ValueError(f"without LSE_SMEM the kernel reads rows of N = {N}, not {n_lse}")
     poison = os.environ.get("FLASHSIM_POISON", "0") not in ("", "0")
     alloc = (lambda: torch.full((B, H, N, d), float("nan"), dtype=q.dtype, device=q.device)) if poison else \
         (lambda: torch.empty((B, H, N, d), dtype=q.dtype, device=q.device))
@@ -361,13 +376,9 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     v_desc = TensorDescriptor.from_tensor(v2, [block_n, d], kv_layout)
     dq_desc = TensorDescriptor.from_tensor(dq_acc.view(B * H * N, d), [block_m, d],
                                            gl.NVMMASharedLayout.get_default_for([block_m, d], gl.float32))
-    n_lse = N
     if lse_smem:
         # L and delta as 1-D fp32 rows for the producer's TMA copies, BLOCK_M per query block, each copy starting at
-        # (row of head bh) + i*BLOCK_M: its global address must be 16-byte aligned (else the copy is an illegal
-        # instruction), so the rows are padded to a multiple of 4 fp32 where N is not one
-        lse_rows, delta_rows = lse_delta_rows(lse, delta)
-        n_lse = lse_rows.shape[-1]
+        # (row of head bh) + i*BLOCK_M
         vec_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
         lse_desc = TensorDescriptor.from_tensor(lse_rows.view(-1), [block_m], vec_layout)
         delta_desc = TensorDescriptor.from_tensor(delta_rows.view(-1), [block_m], vec_layout)
@@ -375,13 +386,12 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
         lse_desc = delta_desc = dq_desc              # unused placeholders (the kernel reads L and delta by pointer)
     n_kblk = triton.cdiv(N, block_n)
     attn_bwd_sm90[(n_kblk * B * H,)](q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, dq_acc, dk, dv,
-                                     lse, delta, scale * LOG2E, scale, N, n_lse, n_kblk, CAUSAL=bool(causal),
-                                     BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
+                                     lse_rows, delta_rows, scale * LOG2E, scale, N, n_lse, n_kblk,
+                                     CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
                                      DQ_WN=1 if block_m == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe,
                                      REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem, num_warps=8,
-                                     maxnreg=168)
-    dq = (dq_acc * scale).to(q.dtype)
-    return dq, dk, dv
+                                     maxnreg=cfg["MAXNREG"])
+    return dk, dv
 
 
 __all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",

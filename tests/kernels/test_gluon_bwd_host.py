@@ -1,0 +1,52 @@
+"""The Gluon backward's host passes (flashsim.kernels.gluon.bwd_host): plain Triton kernels, so they run in the
+interpreter here; checked against torch on random inputs, ragged N included (the Gluon main kernel itself is
+GPU-only: tests/kernels/test_gluon.py)."""
+import pytest
+import torch
+
+import flashsim.kernels  # noqa: F401  (picks the Triton backend: the interpreter on a CPU)
+from flashsim.kernels.gluon import lse_delta_rows
+from flashsim.kernels.gluon.bwd_host import bwd_prologue, dq_epilogue, n_lse_of
+
+
+def _inputs(N, d=64, B=2, H=3, dtype=torch.float16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    o = torch.randn(B, H, N, d, generator=g).to(dtype)
+    do = torch.randn(B, H, N, d, generator=g).to(dtype)
+    lse = torch.randn(B, H, N, generator=g) + 3.0
+    return o, do, lse
+
+
+@pytest.mark.parametrize("N", [1, 64, 97, 130])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_prologue_writes_delta_padded_rows_and_zeroes_dq(N, dtype):
+    o, do, lse = _inputs(N, dtype=dtype, seed=N)
+    lse_rows, delta_rows, dq_acc = bwd_prologue(o, do, lse)
+    B, H = o.shape[:2]
+    n_lse = n_lse_of(N)
+    assert n_lse % 4 == 0 and n_lse >= N and lse_rows.shape == delta_rows.shape == (B * H, n_lse)
+    delta = (o.float() * do.float()).sum(-1)
+    want_lse, want_delta = lse_delta_rows(lse, delta)          # the torch form of the same rows
+    torch.testing.assert_close(delta_rows, want_delta, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(lse_rows, want_lse, rtol=0, atol=0)
+    assert torch.all(delta_rows[:, N:] == 0) and torch.all(lse_rows[:, N:] == 0)
+    assert dq_acc.shape == o.shape and dq_acc.dtype == torch.float32 and torch.all(dq_acc == 0)
+
+
+def test_prologue_with_a_given_delta_and_unpadded_rows():
+    o, do, lse = _inputs(97)
+    delta = torch.randn(lse.shape)
+    lse_rows, delta_rows, _ = bwd_prologue(o, do, lse, delta)
+    assert torch.equal(delta_rows[:, :97], delta.view(-1, 97)) and torch.all(delta_rows[:, 97:] == 0)
+    lse_rows, delta_rows, _ = bwd_prologue(o, do, lse, delta, n_lse=97)   # the pointer-load kernel's rows: views
+    assert torch.equal(lse_rows, lse.view(-1, 97)) and torch.equal(delta_rows, delta.view(-1, 97))
+    with pytest.raises(ValueError, match="n_lse 96 < N 97"):
+        bwd_prologue(o, do, lse, n_lse=96)
+
+
+@pytest.mark.parametrize("numel_shape", [(2, 3, 97, 64), (1, 1, 1, 16), (5000,)])
+def test_epilogue_rounds_like_torch_in_one_pass(numel_shape):
+    acc = torch.randn(numel_shape, generator=torch.Generator().manual_seed(1)) * 40
+    for dtype in (torch.float16, torch.float32):
+        got = dq_epilogue(acc, 0.125, dtype)
+        assert got.dtype == dtype and torch.equal(got, (acc * 0.125).to(dtype))
