@@ -243,9 +243,9 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
     configuration (:data:`flashsim.kernels._common.TUNED_H200`: the K/V pass wants few Q rows per step, the dQ
     pass many). ``tma``: stream the tiles through tensor descriptors (chapter 12); None = as
     :func:`flash_forward` decides (where supported and validated, never by default in the interpreter).
-    ``gluon``: True: delta comes from the preprocess kernel below and the FA3-style Gluon backward
-    (:mod:`flashsim.kernels.gluon.bwd_sm90`; Hopper, fp16 or bf16, d in {64, 128}) computes dq, dk, dv from it, or
-    an error says why it cannot; None (default): the same where :func:`flashsim.kernels.gluon.backward_path` with
+    ``gluon``: True: the FA3-style Gluon backward (:mod:`flashsim.kernels.gluon.bwd_sm90`; Hopper, fp16 or bf16,
+    d in {64, 128}) computes dq, dk, dv (delta in its own prologue, not the preprocess kernel below), or an error
+    says why it cannot; None (default): the same where :func:`flashsim.kernels.gluon.backward_path` with
     ``default=True`` picks it (no launch parameter given, and the shapes where it was measured faster than these
     kernels, :data:`flashsim.kernels.gluon.BWD_DEFAULT_FROM_N`), else these Triton kernels; False: always these.
     """
@@ -289,11 +289,12 @@ def flash_backward(q, k, v, o, lse, do, causal: bool = False, sm_scale=None, blo
         return (tuned[0], tuned[1], {"num_warps": num_warps or tuned[2], "num_stages": num_stages or tuned[3]},
                 tma_here)
 
+    if use_gluon:
+        # its prologue computes delta in the launch that zeroes its dQ accumulator (flashsim.kernels.gluon.bwd_host)
+        return gluon_backward(q, k, v, o, lse, do, None, causal=causal, sm_scale=scale)
     delta = output_like(q, (B, H, N), torch.float32)                 # (B, H, N)
     _bwd_preprocess[(triton.cdiv(N, block_m), B * H)](o, do, delta, *o.stride(), *do.stride(), H, N, d,
                                                       BLOCK_M=block_m, BLOCK_D=block_d)
-    if use_gluon:
-        return gluon_backward(q, k, v, o, lse, do, delta, causal=causal, sm_scale=scale)
     dk, dv, dq = output_like(k), output_like(v), output_like(q)      # (B, H, N, d) each
     bm, bn, opts, tma_here = launch("flash_bwd_dkdv")
     descs = (tensor_desc(q, bm, block_d), tensor_desc(do, bm, block_d)) if tma_here else (None, None)

@@ -125,20 +125,6 @@ def test_gluon_backward_within_2x_torch_error(dtype, d, causal, n):
         assert err(x) <= 2 * err(t) + 1e-6, (name, err(x), err(t))
 
 
-def test_lse_delta_rows_start_every_head_16_byte_aligned():
-    """The LSE_SMEM descriptors' rows: N rounded up to 4 fp32 (a TMA copy must start 16-byte aligned), views of the
-    inputs where N already is a multiple of 4, zero-padded copies otherwise."""
-    for n in (1, 3, 4, 17, 1000, 1001):
-        lse, delta = torch.randn(2, 3, n), torch.randn(2, 3, n)
-        a, b = G.lse_delta_rows(lse, delta)
-        n_lse = -(-n // 4) * 4
-        assert a.shape == b.shape == (6, n_lse) and (4 * n_lse) % 16 == 0
-        assert torch.equal(a[:, :n], lse.reshape(6, n)) and torch.equal(b[:, :n], delta.reshape(6, n))
-        assert not a[:, n:].any() and not b[:, n:].any()
-        assert (a.data_ptr() == lse.data_ptr()) == (n % 4 == 0)
-        assert a.is_contiguous() and b.is_contiguous() and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0
-
-
 def test_backward_default_path_rule_names_measured_rows_only():
     """flash_backward(gluon=None) takes the Gluon backward only where it was timed faster than the Triton one:
     (dtype, d, causal) keys of covered inputs, N from the smallest timed row."""
@@ -163,7 +149,7 @@ def test_gluon_backward_rejects_unknown_config_keys():
 def test_gluon_backward_options_compute_the_same_gradients(option, d, causal, n):
     """Every launch option of BWD_CONFIGS that --tune may choose (L/delta through shared memory or by pointer) gives
     gradients within 2x SDPA's error, at N = 1 and a ragged N that is not a multiple of 4 (rows of L and delta whose
-    TMA copies would start unaligned without the padding of :func:`flashsim.kernels.gluon.lse_delta_rows`)."""
+    TMA copies would start unaligned without the padding of :func:`flashsim.kernels.gluon.bwd_host.bwd_prologue`)."""
     torch.manual_seed(d + causal + n)
     q, k, v, do = (torch.randn(2, 3, n, d, device="cuda", dtype=torch.float16) for _ in range(4))
     o, lse = G.gluon_forward(q, k, v, causal=causal)

@@ -5,8 +5,15 @@ import pytest
 import torch
 
 import flashsim.kernels  # noqa: F401  (picks the Triton backend: the interpreter on a CPU)
-from flashsim.kernels.gluon import lse_delta_rows
 from flashsim.kernels.gluon.bwd_host import bwd_prologue, dq_epilogue, n_lse_of
+
+
+def padded_rows(x):
+    """The torch form of the rows the prologue writes: (B, H, N) fp32 as (B*H, n_lse_of(N)), zeros past N."""
+    B, H, N = x.shape
+    rows = torch.zeros((B * H, n_lse_of(N)), dtype=torch.float32)
+    rows[:, :N] = x.reshape(B * H, N)
+    return rows
 
 
 def _inputs(N, d=64, B=2, H=3, dtype=torch.float16, seed=0):
@@ -26,9 +33,8 @@ def test_prologue_writes_delta_padded_rows_and_zeroes_dq(N, dtype):
     n_lse = n_lse_of(N)
     assert n_lse % 4 == 0 and n_lse >= N and lse_rows.shape == delta_rows.shape == (B * H, n_lse)
     delta = (o.float() * do.float()).sum(-1)
-    want_lse, want_delta = lse_delta_rows(lse, delta)          # the torch form of the same rows
-    torch.testing.assert_close(delta_rows, want_delta, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(lse_rows, want_lse, rtol=0, atol=0)
+    torch.testing.assert_close(delta_rows, padded_rows(delta), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(lse_rows, padded_rows(lse), rtol=0, atol=0)
     assert torch.all(delta_rows[:, N:] == 0) and torch.all(lse_rows[:, N:] == 0)
     assert dq_acc.shape == o.shape and dq_acc.dtype == torch.float32 and torch.all(dq_acc == 0)
 
@@ -42,6 +48,20 @@ def test_prologue_with_a_given_delta_and_unpadded_rows():
     assert torch.equal(lse_rows, lse.view(-1, 97)) and torch.equal(delta_rows, delta.view(-1, 97))
     with pytest.raises(ValueError, match="n_lse 96 < N 97"):
         bwd_prologue(o, do, lse, n_lse=96)
+
+
+def test_rows_start_every_head_16_byte_aligned_and_are_views_where_they_can_be():
+    """The LSE_SMEM descriptors' rows: N rounded up to 4 fp32 (a TMA copy must start 16-byte aligned), views of the
+    inputs where N already is a multiple of 4, zero-padded copies otherwise."""
+    for n in (1, 3, 4, 17, 1000, 1001):
+        o, do, lse = _inputs(n, d=16, seed=n)
+        delta = torch.randn(lse.shape)
+        a, b, _ = bwd_prologue(o, do, lse, delta)
+        n_lse = n_lse_of(n)
+        assert n_lse % 4 == 0 and n_lse - n < 4 and a.shape == b.shape == (6, n_lse)
+        assert torch.equal(a, padded_rows(lse)) and torch.equal(b, padded_rows(delta))
+        assert (a.data_ptr() == lse.data_ptr()) == (b.data_ptr() == delta.data_ptr()) == (n % 4 == 0)
+        assert a.is_contiguous() and b.is_contiguous() and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0
 
 
 @pytest.mark.parametrize("numel_shape", [(2, 3, 97, 64), (1, 1, 1, 16), (5000,)])

@@ -116,7 +116,7 @@ def flash_forward_template(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, in
     block_d = head_block(d)
     o = poison_like(q)                                   # (B, H, N, d), NaN until written
     lse = poison_like(q, (B, H, N), torch.float32)       # (B, H, N)
-    extra = forward_launch_options(block_d, block_m, num_warps, num_stages, block_n)
+    extra = forward_launch_options(block_d, block_m, num_warps, num_stages, block_n, tma=False)   # pointer loads
     grid = (triton.cdiv(N, block_m), B * H)
     _flash_template_kernel[grid](q, k, v, o, lse, scale, N, d, INNER=inner, CAUSAL=bool(causal),
                                  BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, **extra)

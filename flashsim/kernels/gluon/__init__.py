@@ -257,23 +257,6 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
 BWD_CONFIG_KEYS = frozenset(BWD_CONFIG_DEFAULTS).union(*BWD_CONFIGS.values())
 
 
-def lse_delta_rows(lse, delta):
-    """L and delta (B, H, N) fp32 as (B*H, N_LSE) rows for the LSE_SMEM descriptors, N_LSE = N rounded up to a
-    multiple of 4 (16 bytes): a TMA copy must start at a 16-byte aligned global address, and head bh's rows start at
-    4·bh·N_LSE bytes. Where N is already a multiple of 4 these are views of the inputs (no copy); otherwise copies
-    with zeros past N (the kernel masks those queries). The torch form of the rows that
-    :func:`flashsim.kernels.gluon.bwd_host.bwd_prologue` writes in its one pass (its test compares the two)."""
-    import torch
-    B, H, N = lse.shape
-    n_lse = -(-N // 4) * 4
-    if n_lse == N:
-        return lse.reshape(B * H, N), delta.reshape(B * H, N)
-    rows = torch.zeros((2, B * H, n_lse), dtype=torch.float32, device=lse.device)
-    rows[0, :, :N] = lse.reshape(B * H, N)
-    rows[1, :, :N] = delta.reshape(B * H, N)
-    return rows[0], rows[1]
-
-
 @functools.lru_cache(maxsize=None)
 def _backward_importable() -> tuple[bool, str]:
     try:
@@ -395,5 +378,5 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
 
 
 __all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",
-           "forward_config", "lse_delta_rows", "HEAD_DIMS", "FWD_CONFIGS", "FWD_CONFIGS_BY_N", "BWD_CONFIGS",
+           "forward_config", "HEAD_DIMS", "FWD_CONFIGS", "FWD_CONFIGS_BY_N", "BWD_CONFIGS",
            "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS", "BWD_DEFAULT_FROM_N"]

@@ -3,9 +3,8 @@ small Triton kernels, each one pass over its tensors:
 
 - :func:`bwd_prologue` (``_gluon_bwd_prologue``): delta = rowsum(dO ∘ O), written straight into the padded rows the
   LSE_SMEM descriptors read (N rounded up to 4 fp32 per head, zeros past N; L copied into such rows too where N is
-  not a multiple of 4), and the fp32 dQ accumulator zeroed, in one launch. Before it these were the course's
-  ``_bwd_preprocess`` launch, ``torch.zeros`` of the accumulator and, for ragged N, the copies of
-  :func:`flashsim.kernels.gluon.lse_delta_rows`.
+  not a multiple of 4), and the fp32 dQ accumulator zeroed, in one launch (before it: the course's
+  ``_bwd_preprocess`` launch, ``torch.zeros`` of the accumulator and, for ragged N, torch copies of the rows).
 - :func:`dq_epilogue` (``_gluon_dq_epilogue``): dQ = (dq_acc · sm_scale) rounded to q's dtype in one pass (reads
   the fp32 accumulator once, writes dQ once); ``(dq_acc * scale).to(dtype)`` in torch made two passes (an fp32
   product written and read back). The rounding is the same: the product in fp32, then round-to-nearest-even.
