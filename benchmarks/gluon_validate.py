@@ -352,9 +352,11 @@ def main(argv=None):
     ap.add_argument("--ncu-bwd", default=None, help="dtype,d,causal,N: run that backward (warm-up, then once)")
     ap.add_argument("--grid", default="bwd,fwd", help="with --bwd: which kernels the correctness grid checks")
     ap.add_argument("--bwd-override", default=None,
-                    help="with --bwd: JSON overrides applied to every BWD_CONFIGS entry before the grid (an entry "
-                         "whose grid cases fail goes back to the committed one); the committed configurations are "
-                         "then timed in each row too (gluon_committed), for a same-run comparison")
+                    help="with --bwd: JSON overrides applied to every BWD_CONFIGS entry before the grid, or "
+                         "{\"d64_causal0\": {...}, ...} for named entries only (an entry whose grid cases fail goes "
+                         "back to the committed one); the committed configurations are then timed in each row too "
+                         "(gluon_committed), for a same-run comparison")
+    ap.add_argument("--ds", default="64,128", help="with --bwd: the head dims of the timed rows")
     ap.add_argument("--dtypes", default="fp16,bf16", help="with --bwd: the dtypes of the timed rows")
     ap.add_argument("--triton-bwd-dtypes", default="fp16",
                     help="with --bwd: the dtypes whose rows also time the Triton backward (fewer compiles: fp16)")
@@ -907,8 +909,11 @@ def bwd_main(args):
                     g.BWD_CONFIGS[(d, causal)] = dict(g.BWD_CONFIGS[(d, causal)], **min(good, key=lambda x: x[0])[1])
                 print("chosen bwd", d, causal, g.BWD_CONFIGS[(d, causal)], f"{time.time() - t0:.0f} s")
     if args.bwd_override:
-        for key in g.BWD_CONFIGS:
-            g.BWD_CONFIGS[key] = dict(g.BWD_CONFIGS[key], **json.loads(args.bwd_override))
+        override = json.loads(args.bwd_override)
+        keyed = all(re.fullmatch(r"d\d+_causal[01]", name) for name in override) and bool(override)
+        for (d, c) in g.BWD_CONFIGS:
+            over = override.get(f"d{d}_causal{int(c)}", {}) if keyed else override
+            g.BWD_CONFIGS[(d, c)] = dict(g.BWD_CONFIGS[(d, c)], **over)
     result["bwd_configs"] = {f"d{d}_causal{int(c)}": cfg for (d, c), cfg in g.BWD_CONFIGS.items()}
     grid_what = set(args.grid.split(","))
     # ---- correctness grid with the chosen configurations ----
@@ -950,7 +955,7 @@ def bwd_main(args):
         dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
         triton_bwd = {dtypes[x] for x in args.triton_bwd_dtypes.split(",")}
         for dtype in (dtypes[x] for x in args.dtypes.split(",")):
-            for d in (64, 128):
+            for d in (int(x) for x in args.ds.split(",")):
                 for causal in (False, True):
                     for N in ns_t:
                         try:

@@ -112,7 +112,7 @@ def _ptxas_report(kernel, sass_dir=None, tag=""):
 
 def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
     N, BH = 4096, 16
-    cfg = dict(G.BWD_CONFIGS[(d, causal)], **cfg_over)
+    cfg = {**G.BWD_CONFIG_DEFAULTS, **G.BWD_CONFIGS[(d, causal)], **cfg_over}
     bm, bn = cfg["BLOCK_M"], 128
     ds_trans = bool(cfg["DS_TRANS"])
     gdt = gl.float16 if dt == torch.float16 else gl.bfloat16
@@ -129,7 +129,7 @@ def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
                       DQ_WN=1 if bm == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=bool(cfg.get("DQ_TMA", True)),
                       PIPE=bool(cfg.get("PIPE", False)), REVERSE=bool(cfg.get("REVERSE", False)), DS_LAYOUT=ds_layout,
                       LSE_SMEM=bool(cfg.get("LSE_SMEM", False)))
-    opts = dict(num_warps=8, maxnreg=168)
+    opts = dict(num_warps=8, maxnreg=cfg["MAXNREG"])
     k = _compile(bwd_sm90.attn_bwd_sm90, args, constexprs, opts)
     tag = f"bwd_{str(dt)[6:]}_d{d}_c{int(causal)}_" + re.sub(r"[^A-Za-z0-9]+", "_", json.dumps(cfg_over)).strip("_")
     return k, _ptxas_report(k, sass_dir, tag)
@@ -173,6 +173,7 @@ def main(argv=None):
                     regs, st, ld, warns = rep
                     rec = dict(kernel=what, dtype=args.dtype, d=d, causal=causal, cfg=args.cfg, regs=regs,
                                spill_store_bytes=st, spill_load_bytes=ld, smem=k.metadata.shared,
+                               warps=k.metadata.num_warps,
                                warnings=warns)
                 except Exception as exc:
                     import traceback
