@@ -481,8 +481,8 @@ def print_table(result):
 
 #: backward configurations tried by --tune (keys of flashsim.kernels.gluon.BWD_CONFIGS), per head dim
 BWD_CANDIDATES = {
-    (64, False): [{}, dict(LSE_SMEM=True)],
-    (64, True): [{}, dict(LSE_SMEM=True), dict(LSE_SMEM=True, STAGES=3)],
+    (64, False): [{}, dict(BLOCK_M=64, STAGES=3)],
+    (64, True): [{}, dict(BLOCK_M=64, STAGES=2)],
     (128, False): [{}, dict(LSE_SMEM=True), dict(LSE_SMEM=True, STAGES=3)],
     (128, True): [{}, dict(LSE_SMEM=True), dict(LSE_SMEM=True, STAGES=3)],
 }

@@ -83,11 +83,17 @@ def forward_config(d: int, causal: bool, N: int, configs: dict | None = None, by
 #: pipeline, C7514). Two further options were measured and removed: one partition per compute warpgroup (the same
 #: time at d=64, 14-23% slower at d=128) and a key-block-outer CTA order (10-19% slower):
 #: benchmarks/results/gluon_limiter_h200_2026-12-02.md.
+#: At d=64 a query block has 128 rows (BLOCK_M=128): each CTA runs half as many serial per-block chains (Sᵀ/dPᵀ, exp,
+#: dV, dS, dK, dS to shared memory, barrier, dQ, TMA add), each wgmma twice as wide; the compute warps hold it in the
+#: 240 registers setmaxnreg gives them (ptxas: 20 B of loop-invariant spills). Beside 64-row blocks in one run it was
+#: 1.09-1.17x faster in all 16 d=64 rows (median of 5 rounds), 0.95-1.09x cuDNN (benchmarks/results/gluon_h200_2026-12-03.md). At
+#: d=128 dK and dV alone take 128 of those registers, so the blocks stay at 64 rows.
 #: Shared memory at d=128, BLOCK_M=64, 2 slots: K 32 KB + V 32 KB + Q 2 x 16 KB + dO 2 x 16 KB + dS 16 KB + the
-#: fp32 dQ tile 32 KB + L and delta 2 x 2 x 256 B = 177 KB.
+#: fp32 dQ tile 32 KB + L and delta 2 x 2 x 256 B = 177 KB; at d=64, BLOCK_M=128, 2 slots: 16 + 16 + 2 x 16 + 2 x 16
+#: + 32 + 32 + 2 KB = 162 KB.
 BWD_CONFIGS = {
-    (64, False): dict(BLOCK_M=64, STAGES=3, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
-    (64, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
+    (64, False): dict(BLOCK_M=128, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
+    (64, True): dict(BLOCK_M=128, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
     (128, False): dict(BLOCK_M=64, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
     (128, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=False, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
 }
