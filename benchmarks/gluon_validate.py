@@ -357,6 +357,10 @@ def main(argv=None):
                          "back to the committed one); the committed configurations are then timed in each row too "
                          "(gluon_committed), for a same-run comparison")
     ap.add_argument("--ds", default="64,128", help="with --bwd: the head dims of the timed rows")
+    ap.add_argument("--causals", default="0,1", help="with --bwd: the masks of the timed rows (0 none, 1 causal)")
+    ap.add_argument("--fwd-override", default=None,
+                    help='with --bwd: {"d128_causal1": {...}, ...} JSON overrides of FWD_CONFIGS entries before the '
+                         "grid; each timed row then times the forward configuration they replace beside them")
     ap.add_argument("--dtypes", default="fp16,bf16", help="with --bwd: the dtypes of the timed rows")
     ap.add_argument("--triton-bwd-dtypes", default="fp16",
                     help="with --bwd: the dtypes whose rows also time the Triton backward (fewer compiles: fp16)")
@@ -869,6 +873,16 @@ def bwd_main(args):
         except Exception as exc:
             result["fwd_adopted"], result["fwd_adopted_error"] = {}, f"{type(exc).__name__}: {exc}"
         fwd_replaced = apply_fwd_adopted(g, result["fwd_adopted"])
+    if args.fwd_override:
+        # {"d128_causal1": {...}}: on top of FWD_CONFIGS before the grid; each timed row times the configuration it
+        # replaces beside it (gluon_committed_fwd)
+        result["fwd_override"] = json.loads(args.fwd_override)
+        for (d, c) in list(g.FWD_CONFIGS):
+            over = result["fwd_override"].get(f"d{d}_causal{int(c)}")
+            if over:
+                for N in (int(x) for x in args.ns.split(",")):
+                    fwd_replaced.setdefault((d, c, N), g.forward_config(d, c, N))
+                g.FWD_CONFIGS[(d, c)] = dict(g.FWD_CONFIGS[(d, c)], **over)
     result["rounds"] = ROUNDS
     # the forward's configurations (as the forward-only run records them), and its overrides by N
     result["configs"] = {f"d{d}_causal{int(c)}": cfg for (d, c), cfg in g.FWD_CONFIGS.items()}
@@ -956,7 +970,7 @@ def bwd_main(args):
         triton_bwd = {dtypes[x] for x in args.triton_bwd_dtypes.split(",")}
         for dtype in (dtypes[x] for x in args.dtypes.split(",")):
             for d in (int(x) for x in args.ds.split(",")):
-                for causal in (False, True):
+                for causal in (bool(int(x)) for x in args.causals.split(",")):
                     for N in ns_t:
                         try:
                             extra = ({"gluon_committed": committed_bwd[(d, causal)]}

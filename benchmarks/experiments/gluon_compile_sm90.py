@@ -135,15 +135,17 @@ def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
     return k, _ptxas_report(k, sass_dir, tag)
 
 
-def compile_fwd(dt, d, causal, N, sass_dir=None):
+def compile_fwd(dt, d, causal, N, sass_dir=None, cfg_over=None):
     BH = 16
-    cfg = G.forward_config(d, causal, N)
+    cfg = dict(G.forward_config(d, causal, N), **(cfg_over or {}))
     nc, bm, bn = cfg["NC"], 64, cfg["BLOCK_N"]
     args = dict(q_desc=_desc(dt, (BH * N, d), [bm, d]), k_desc=_desc(dt, (BH * N, d), [bn, d]),
                 v_desc=_desc(dt, (BH * N, d), [bn, d]), o_ptr="*" + ("fp16" if dt == torch.float16 else "bf16"),
-                lse_ptr="*fp32", qk_scale="fp32", N="i32", BH="i32", n_mblk="i32", n_tiles="i32", sec="i32")
+                lse_ptr="*fp32", qk_scale="fp32", N="i32", BH="i32", n_mblk="i32", n_tiles="i32", sec="i32",
+                order_ptr="*i32", start_ptr="*i32")
     constexprs = dict(CAUSAL=causal, NC=nc, BLOCK_M=bm, BLOCK_N=bn, HEAD_D=d, STAGES=cfg["STAGES"],
-                      PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=cfg["CONSUMER_REGS"])
+                      PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=cfg["CONSUMER_REGS"],
+                      BALANCED=bool(cfg.get("BALANCED", False)))
     names = fwd_sm90.attn_fwd_sm90.arg_names
     args = {n: v for n, v in args.items() if n in names}
     k = _compile(fwd_sm90.attn_fwd_sm90, args, constexprs, dict(num_warps=4, maxnreg=G._max_regs(nc)))
@@ -155,6 +157,7 @@ def main(argv=None):
     ap.add_argument("--bwd", action="store_true")
     ap.add_argument("--fwd", action="store_true")
     ap.add_argument("--cfg", default="{}", help="JSON overrides of BWD_CONFIGS")
+    ap.add_argument("--fwd-cfg", default="{}", help="JSON overrides of the forward's configuration")
     ap.add_argument("--d", default="64,128")
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--dtype", default="fp16")
@@ -169,7 +172,7 @@ def main(argv=None):
                     if what == "bwd":
                         k, rep = compile_bwd(dt, d, causal, json.loads(args.cfg), args.sass)
                     else:
-                        k, rep = compile_fwd(dt, d, causal, 4096, args.sass)
+                        k, rep = compile_fwd(dt, d, causal, 4096, args.sass, json.loads(args.fwd_cfg))
                     regs, st, ld, warns = rep
                     rec = dict(kernel=what, dtype=args.dtype, d=d, causal=causal, cfg=args.cfg, regs=regs,
                                spill_store_bytes=st, spill_load_bytes=ld, smem=k.metadata.shared,

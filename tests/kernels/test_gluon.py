@@ -104,6 +104,22 @@ def test_gluon_forward_without_pingpong_is_the_same_function():
 
 @hopper
 @pytest.mark.gpu
+@pytest.mark.parametrize("balanced", [False, "list", "lpt"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("shape", [(2, 3, 1000), (1, 1, 64), (3, 5, 2085)])
+def test_gluon_forward_tile_lists_give_the_same_output(balanced, d, shape):
+    """However the host deals the tiles out (BALANCED), each output tile is computed once, the same way: the same
+    numbers as the fixed stride, bit for bit, with fewer CTAs than SMs too (max_ctas)."""
+    torch.manual_seed(d)
+    q, k, v = (torch.randn(*shape, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    for max_ctas in (None, 7):
+        a, la = G.gluon_forward(q, k, v, causal=True, max_ctas=max_ctas, config=dict(BALANCED=False))
+        b, lb = G.gluon_forward(q, k, v, causal=True, max_ctas=max_ctas, config=dict(BALANCED=balanced))
+        assert torch.equal(a, b) and torch.equal(la, lb)
+
+
+@hopper
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])

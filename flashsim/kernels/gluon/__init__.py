@@ -29,14 +29,16 @@ HEAD_DIMS = (64, 128)
 
 #: launch configuration of the forward by (head dim, causal): NC (consumer warpgroups per CTA, 64 query rows each),
 #: BLOCK_N (keys per K/V tile), STAGES (K/V ring slots), CONSUMER_REGS (registers per thread of each consumer
-#: warpgroup; the producer warp keeps 24), PINGPONG (consumers take turns to issue their wgmma).
+#: warpgroup; the producer warp keeps 24), PINGPONG (consumers take turns to issue their wgmma), BALANCED (False:
+#: CTA p takes tiles p, p + grid, ...; "list" or "lpt": each CTA walks its own list of tiles, dealt out by that
+#: method of :func:`balanced_tile_lists`).
 #: Shared memory at d=128: Q 2 x 2 x 16 KB (double-buffered) + K 2 x 32 KB + V 2 x 32 KB = 192 KB. The d=64 entries
 #: are the fastest of the candidates that benchmarks/gluon_validate.py --tune times (results: gluon_fwd_h200_*).
 FWD_CONFIGS = {
-    (64, False): dict(NC=3, BLOCK_N=128, STAGES=3, CONSUMER_REGS=160, PINGPONG=True),
-    (64, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=False),
-    (128, False): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True),
-    (128, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True),
+    (64, False): dict(NC=3, BLOCK_N=128, STAGES=3, CONSUMER_REGS=160, PINGPONG=True, BALANCED=False),
+    (64, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=False, BALANCED=False),
+    (128, False): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True, BALANCED=False),
+    (128, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True, BALANCED=False),
 }
 
 
@@ -207,6 +209,72 @@ def _num_sms(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+#: what one output tile costs beyond its K/V tiles, in K/V tiles (its Q load, the first S, the epilogue), for
+#: :func:`balanced_tile_lists`
+TILE_OVERHEAD_KV_TILES = 1.0
+
+
+def fwd_tile_kv_tiles(N: int, BH: int, n_mblk: int, sec: int, causal: bool, cta_m: int, block_n: int):
+    """K/V tiles each output tile of the forward's list reads, in list order: the host's copy of the kernel's
+    ``_tile_coords`` and ``_num_kv_tiles`` (flashsim.kernels.gluon.fwd_sm90). Returns an int64 numpy array of
+    BH * n_mblk entries."""
+    import numpy as np
+    t = np.arange(BH * n_mblk, dtype=np.int64)
+    sec_tiles = sec * n_mblk
+    first = (t // sec_tiles) * sec
+    heads = np.minimum(sec, BH - first)
+    mblk = n_mblk - 1 - (t % sec_tiles) // heads
+    hi = np.minimum((mblk + 1) * cta_m, N) if causal else np.full_like(t, N)
+    return -(-hi // block_n)
+
+
+def balanced_tile_lists(costs, ctas: int, method: str = "list"):
+    """Deal tiles out to ``ctas`` persistent CTAs, each tile to the CTA whose tiles so far cost least, taking the
+    tiles in list order (``method="list"``: the CTA a dynamic scheduler's atomic counter would hand it to, if the
+    costs are right) or longest first (``"lpt"``: the longest-processing-time rule, whose largest per-CTA sum is
+    within 4/3 of the best possible, and in practice within a tile of it). Either way each CTA runs its tiles in
+    list order, so the CTAs still move through the list's L2 sections roughly together.
+
+    costs: per-tile cost, list order (e.g. :func:`fwd_tile_kv_tiles` + :data:`TILE_OVERHEAD_KV_TILES`); ``ctas``
+    <= len(costs), so every CTA gets at least one tile. Returns (order, start) int32 numpy arrays: CTA p's tiles are
+    ``order[start[p]:start[p + 1]]``."""
+    import heapq
+
+    import numpy as np
+    costs = np.asarray(costs, dtype=np.float64)
+    if not 1 <= ctas <= len(costs):
+        raise ValueError(f"balanced_tile_lists: {ctas} CTAs for {len(costs)} tiles (need 1 <= ctas <= tiles)")
+    if method not in ("list", "lpt"):
+        raise ValueError(f"balanced_tile_lists: method {method!r}, not 'list' or 'lpt'")
+    deal = np.argsort(-costs, kind="stable") if method == "lpt" else np.arange(len(costs))
+    heap = [(0.0, p) for p in range(ctas)]          # (load so far, CTA): ties go to the lower CTA index
+    owner = np.empty(len(costs), dtype=np.int64)
+    for i in deal.tolist():
+        load, p = heapq.heappop(heap)
+        owner[i] = p
+        heapq.heappush(heap, (load + costs[i], p))
+    order = np.argsort(owner, kind="stable").astype(np.int32)   # by CTA, list order within each
+    start = np.zeros(ctas + 1, dtype=np.int32)
+    np.cumsum(np.bincount(owner, minlength=ctas), out=start[1:])
+    return order, start
+
+
+@functools.lru_cache(maxsize=64)
+def _balanced_schedule(N, BH, n_mblk, sec, causal, cta_m, block_n, ctas, method, device):
+    """(order, start) of :func:`balanced_tile_lists` as int32 tensors on ``device``, once per launch shape."""
+    import torch
+    costs = fwd_tile_kv_tiles(N, BH, n_mblk, sec, causal, cta_m, block_n) + TILE_OVERHEAD_KV_TILES
+    order, start = balanced_tile_lists(costs, ctas, method)
+    return torch.from_numpy(order).to(device), torch.from_numpy(start).to(device)
+
+
+@functools.lru_cache(maxsize=None)
+def _no_schedule(device):
+    """A one-element int32 tensor passed for the schedule arguments when the kernel walks a fixed stride."""
+    import torch
+    return torch.zeros(1, dtype=torch.int32, device=device)
+
+
 def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: bool | None = None,
                   config: dict | None = None, max_ctas: int | None = None):
     """O = softmax(Q Kᵀ · sm_scale) V on Hopper, FA3-style (see :mod:`flashsim.kernels.gluon.fwd_sm90`).
@@ -253,9 +321,17 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     l2_bytes = cfg.get("L2_SECTION_BYTES", L2_SECTION_BYTES)
     sec = max(1, min(B * H, l2_bytes // (2 * N * d * q.element_size())))   # heads per L2 section
     ctas = min(n_tiles, max_ctas or _num_sms(q.device.index if q.device.index is not None else 0))
-    attn_fwd_sm90[(ctas,)](q_desc, k_desc, v_desc, o, lse, scale * LOG2E, N, B * H, n_mblk, n_tiles, sec,
-                           CAUSAL=bool(causal), NC=nc, BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
-                           PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=regs, num_warps=4, maxnreg=_max_regs(nc))
+    balanced = bool(cfg.get("BALANCED", False))
+    if balanced:
+        method = cfg["BALANCED"] if isinstance(cfg["BALANCED"], str) else "list"
+        order, start = _balanced_schedule(N, B * H, n_mblk, sec, bool(causal), nc * block_m, block_n, ctas, method,
+                                          q.device)
+    else:
+        order = start = _no_schedule(q.device)
+    attn_fwd_sm90[(ctas,)](q_desc, k_desc, v_desc, o, lse, scale * LOG2E, N, B * H, n_mblk, n_tiles, sec, order,
+                           start, CAUSAL=bool(causal), NC=nc, BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d,
+                           STAGES=stages, PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=regs, BALANCED=balanced,
+                           num_warps=4, maxnreg=_max_regs(nc))
     return o, lse
 
 
@@ -384,5 +460,6 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
 
 
 __all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",
-           "forward_config", "HEAD_DIMS", "FWD_CONFIGS", "FWD_CONFIGS_BY_N", "BWD_CONFIGS",
-           "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS", "BWD_DEFAULT_FROM_N"]
+           "forward_config", "balanced_tile_lists", "fwd_tile_kv_tiles", "TILE_OVERHEAD_KV_TILES", "HEAD_DIMS",
+           "FWD_CONFIGS", "FWD_CONFIGS_BY_N", "BWD_CONFIGS", "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS",
+           "BWD_DEFAULT_FROM_N"]

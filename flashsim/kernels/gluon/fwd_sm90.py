@@ -14,9 +14,12 @@ One CTA (persistent: at most one per SM) runs NC + 1 partitions that talk only t
 - **Ping-pong** (``PINGPONG``): the consumers take turns to issue their matmuls (a ring of ``turn`` mbarriers), so
   one warpgroup's softmax runs while the other's wgmma occupies the tensor cores.
 
-The grid is persistent: every CTA walks the tile list with stride ``gridDim.x``. The list is cut into sections of
-a few heads whose K and V fit in the L2 together; within a section, query blocks go from the last (the longest
-under a causal mask) to the first, so no long tile is left for the tail (:func:`_tile_coords`).
+The grid is persistent: every CTA walks the tile list with stride ``gridDim.x``, or (``BALANCED``) its own slice of
+the list, which the host deals out longest-first to the CTA that would be free first
+(:func:`flashsim.kernels.gluon.balanced_tile_lists`): under a causal mask the tiles' lengths differ, and a fixed
+stride leaves some CTAs more work than others. The list is cut into sections of a few heads whose K and V fit in
+the L2 together; within a section, query blocks go from the last (the longest under a causal mask) to the first, so
+no long tile is left for the tail (:func:`_tile_coords`).
 
 Layout and ragged N: Q, K and V are seen as 2-D ``(B*H*N, d)`` tensors. A tile that runs past N reads the next
 head's rows (or TMA's zero fill past the end): those keys are masked to -inf, those queries are computed and never
@@ -60,10 +63,35 @@ def _num_kv_tiles(mblk, N, CAUSAL: gl.constexpr, CTA_M: gl.constexpr, BLOCK_N: g
 
 
 @gluon.jit
+def _my_tiles(order_ptr, start_ptr, n_tiles, BALANCED: gl.constexpr):
+    """(first list index, tile count) of this CTA: with BALANCED its slice order[start[pid]:start[pid+1]] of the
+    host's balanced tile lists (:func:`flashsim.kernels.gluon.balanced_tile_lists`), else the stride pid, pid +
+    nprog, ... (list index = position in that stride)."""
+    pid = gl.program_id(0)
+    if BALANCED:
+        i0 = gl.load(start_ptr + pid)
+        n_mine = gl.load(start_ptr + pid + 1) - i0
+    else:
+        i0 = 0
+        n_mine = gl.cdiv(n_tiles - pid, gl.num_programs(0))
+    return i0, n_mine
+
+
+@gluon.jit
+def _tile_at(order_ptr, i0, it, BALANCED: gl.constexpr):
+    """The tile index of this CTA's it-th tile."""
+    if BALANCED:
+        t = gl.load(order_ptr + i0 + it)
+    else:
+        t = gl.program_id(0) + it * gl.num_programs(0)
+    return t
+
+
+@gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
-              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
+              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
               CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-              HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+              HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, BALANCED: gl.constexpr):
     """The load warp: TMA copies only, each completing on the ``ready`` mbarrier of its slot.
 
     Order per output tile: the Q rows of every consumer (double-buffered, so the next tile's Q lands while this
@@ -72,16 +100,15 @@ def _producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
     extra Q and K_0 (its first tile again): the consumers prefetch S_0 of a next tile unconditionally, and this
     tile's S_0 is computed and dropped."""
     CTA_M: gl.constexpr = NC * BLOCK_M
-    pid = gl.program_id(0)
-    nprog = gl.num_programs(0)
     kc = 0                # K tiles issued: slot kc % STAGES
     vc = 0                # V tiles issued: slot vc % STAGES
     tile_count = 0        # output tiles started: Q buffer tile_count % 2
-    n_mine = gl.cdiv(n_tiles - pid, nprog)
+    i0, n_mine = _my_tiles(order_ptr, start_ptr, n_tiles, BALANCED)
     for it in range(n_mine + 1):
-        t = pid + it * nprog
+        k_it = it
         if it == n_mine:
-            t = pid                                     # the extra tile whose S_0 the consumers drop
+            k_it = 0                                    # the first tile again: the extra one whose S_0 is dropped
+        t = _tile_at(order_ptr, i0, k_it, BALANCED)
         bh, mblk = _tile_coords(t, BH, n_mblk, sec)
         row0 = bh * N                                   # first row of this head in the (B*H*N, d) view
         qb = tile_count % 2
@@ -143,9 +170,10 @@ def _masked_scores(s, q0, j, N, s_layout: gl.constexpr, CAUSAL: gl.constexpr, BL
 
 @gluon.jit
 def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
-              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
+              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
               C: gl.constexpr, CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr,
-              BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+              BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
+              BALANCED: gl.constexpr):
     """Consumer warpgroup C: BLOCK_M query rows of each tile, S and O in registers, P handed to wgmma in registers.
 
     Pipeline (FA3's intra-warpgroup overlap): in each turn it issues S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} as two
@@ -163,8 +191,7 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
     row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
 
-    pid = gl.program_id(0)
-    nprog = gl.num_programs(0)
+    i0, n_mine = _my_tiles(order_ptr, start_ptr, n_tiles, BALANCED)
     FIRST: gl.constexpr = 1 if C == 0 else 0         # consumer 0 starts: its first turn wait passes at once
     kc = 0                                           # K/V tiles consumed (ring slot kc % STAGES)
     tile_count = 0                                   # Q buffer tile_count % 2
@@ -182,7 +209,8 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
         mbarrier.arrive(turn.index((C + 1) % NC))
         turn_count += 1
 
-    for t in range(pid, n_tiles, nprog):
+    for it in range(n_mine):
+        t = _tile_at(order_ptr, i0, it, BALANCED)
         bh, mblk = _tile_coords(t, BH, n_mblk, sec)
         q0 = mblk * CTA_M + C * BLOCK_M              # first query row (within the head) of this warpgroup
         n_kv = _num_kv_tiles(mblk, N, CAUSAL, CTA_M, BLOCK_N)
@@ -272,9 +300,10 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
 
 
 @gluon.jit
-def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
+def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
                   CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                  HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+                  HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+                  BALANCED: gl.constexpr = False):
     """Allocate the shared-memory ring and the mbarriers, then fork into producer and consumer partitions."""
     gl.static_assert(NC == 2 or NC == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
@@ -303,27 +332,27 @@ def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mbl
     if NC == 2:
         gl.warp_specialize([
             (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
-                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
+                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED)),
             (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
-                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
+                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED)),
             (_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
-                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
+                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED)),
         ], [4, 1], [CONSUMER_REGS, 24])
     else:
         gl.warp_specialize([
             (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
-                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
+                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED)),
             (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
-                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
+                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED)),
             (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
-                         2, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
+                         2, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED)),
             (_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec,
-                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG)),
+                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
+                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 24])
