@@ -358,6 +358,9 @@ def main(argv=None):
                          "(gluon_committed), for a same-run comparison")
     ap.add_argument("--ds", default="64,128", help="with --bwd: the head dims of the timed rows")
     ap.add_argument("--causals", default="0,1", help="with --bwd: the masks of the timed rows (0 none, 1 causal)")
+    ap.add_argument("--fwd-beside", default=None,
+                    help='with --bwd: {"d128_causal1": {...}, ...}: each timed row of those entries also times the '
+                         "forward with these overrides (gluon_committed_fwd), e.g. a feature switched off")
     ap.add_argument("--fwd-override", default=None,
                     help='with --bwd: {"d128_causal1": {...}, ...} JSON overrides of FWD_CONFIGS entries before the '
                          "grid; each timed row then times the forward configuration they replace beside them")
@@ -873,6 +876,15 @@ def bwd_main(args):
         except Exception as exc:
             result["fwd_adopted"], result["fwd_adopted_error"] = {}, f"{type(exc).__name__}: {exc}"
         fwd_replaced = apply_fwd_adopted(g, result["fwd_adopted"])
+    if args.fwd_beside:
+        # {"d128_causal1": {...}}: each timed row of that entry also times the forward with these overrides on top of
+        # its configuration (gluon_committed_fwd), e.g. a feature switched off, for the ablation
+        result["fwd_beside"] = json.loads(args.fwd_beside)
+        for (d, c) in list(g.FWD_CONFIGS):
+            over = result["fwd_beside"].get(f"d{d}_causal{int(c)}")
+            if over:
+                for N in (int(x) for x in args.ns.split(",")):
+                    fwd_replaced[(d, c, N)] = dict(g.forward_config(d, c, N), **over)
     if args.fwd_override:
         # {"d128_causal1": {...}}: on top of FWD_CONFIGS before the grid; each timed row times the configuration it
         # replaces beside it (gluon_committed_fwd)
