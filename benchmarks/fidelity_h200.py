@@ -69,7 +69,8 @@ KERNELS = ("naive", "tiled_matmul", "online_softmax", "flash_fwd", "flash_bwd")
 BATCHES = (("naive", "tiled_matmul", "online_softmax"), ("flash_fwd", "flash_bwd"))
 MIB = 1 << 20
 #: the L2 model's settings before the current ones (kernel_dram keyword arguments), recorded next to them
-PREVIOUS_MODEL = {"l2_fraction": 0.48, "protected_fraction": 0.6, "tile_costs": (1.0, 1.0, 1.0)}
+PREVIOUS_MODEL = {"l2_fraction": 0.48, "protected_fraction": 0.6, "tile_costs": (1.0, 0.7, 1.0), "programs_per_sm": 1,
+                  "dirty_fraction": None}
 #: the tag of the newest configurations of every kernel (none of them used to choose the L2 model; "new6" adds
 #: flash_fwd only)
 NEWEST_TAG = "new5"
@@ -110,7 +111,11 @@ PROBE_RESOLUTION_BYTES = 0.05 * MIB
 # "new4": chosen before the run that first measured them (2026-12-02_4), after the write-back measurement and the
 # L2 model's tile costs were chosen (on "fit" alone); "new5": chosen before the run that first measured them
 # (2026-12-02_5), with the model unchanged since new4 was chosen; "new6" (flash_fwd): 128x128 tiles, chosen before
-# the run that first measured them (2026-12-02_7), with the model unchanged.
+# the run that first measured them (2026-12-02_7), with the model unchanged; "new7" (online_softmax, with a naive and a
+# tiled_matmul control): chosen after the L2 model's one-program tile costs (0.63), dirty limit and the online
+# softmax's 2 programs per SM were chosen (2026-12-03, on "fit" alone) and before any run measured them, each where the
+# model before and after differ by more than the criterion: programs < SMs (N=3840, 4352, 4096 at 128x64, 3328 at
+# 32x32) and > SMs (N=4864 32x128, N=5632 32x64 causal).
 # online_softmax and tiled_matmul ignore batch and heads (d = the inner dim of tiled_matmul; 1 for softmax).
 CONFIGS = {
     "naive": [
@@ -141,6 +146,7 @@ CONFIGS = {
         (2, 4, 1536, 128, True, 64, 64, "new5"),
         (1, 4, 2000, 96, False, 32, 64, "new5"),
         (1, 6, 3072, 64, False, 64, 128, "new5"),
+        (1, 8, 1664, 64, False, 64, 64, "new7"),     # control
     ],
     "tiled_matmul": [
         (1, 1, 4096, 64, False, 64, 64, "fit"),
@@ -170,6 +176,7 @@ CONFIGS = {
         (1, 1, 5000, 64, True, 64, 64, "new5"),
         (1, 1, 2304, 96, False, 128, 64, "new5"),
         (1, 1, 6144, 32, False, 64, 32, "new5"),
+        (1, 1, 3840, 96, False, 64, 64, "new7"),     # control
     ],
     "online_softmax": [
         (1, 1, 4096, 1, False, 64, 64, "fit"),
@@ -200,6 +207,12 @@ CONFIGS = {
         (1, 1, 7168, 1, True, 64, 64, "new5"),
         (1, 1, 4500, 1, False, 32, 64, "new5"),
         (1, 1, 10240, 1, False, 64, 128, "new5"),
+        (1, 1, 3840, 1, False, 64, 64, "new7"),      # model before / after (read MiB): 46.9 / 38.4
+        (1, 1, 4352, 1, False, 64, 128, "new7"),     # 68.0 / 61.6
+        (1, 1, 4096, 1, False, 128, 64, "new7"),     # 57.5 / 50.0 (32 programs)
+        (1, 1, 3328, 1, False, 32, 32, "new7"),      # 28.2 / 21.1
+        (1, 1, 4864, 1, False, 32, 128, "new7"),     # 82.2 / 89.1 (152 programs: more than SMs)
+        (1, 1, 5632, 1, True, 32, 64, "new7"),       # 50.4 / 44.5 (176 programs)
     ],
     "flash_fwd": [
         (1, 16, 1024, 64, False, 128, 64, "fit"),
@@ -305,7 +318,8 @@ def _runner_args(cfg: dict) -> dict:
 def predict(cfg: dict) -> dict:
     """Per launch: the kernel view's element and L1 (sector) bytes, per tensor, and the DRAM bytes of the L2 model
     (its defaults) and of the previous model's settings (``PREVIOUS_MODEL``, for comparison)."""
-    from flashsim.model.kernel_io import (L2_PROTECTED_FRACTION, L2_SHARED_FRACTION, PROGRAMS_PER_SM, kernel_dram,
+    from flashsim.model.kernel_io import (L2_DIRTY_FRACTION, L2_PROTECTED_FRACTION, L2_SHARED_FRACTION,
+                                          L2_TILE_COSTS, LAUNCH_PROGRAMS_PER_SM, PROGRAMS_PER_SM, kernel_dram,
                                           kernel_io)
     t0 = time.time()
     args = (cfg["kernel"], cfg["n"], cfg["d"], cfg["block_m"], cfg["block_n"], cfg["causal"], cfg["dtype"],
@@ -329,7 +343,8 @@ def predict(cfg: dict) -> dict:
     return {"launches": launches, "load_bytes": io.load_bytes, "store_bytes": io.store_bytes,
             "l1_load_bytes": io.l1_load_bytes, "l1_store_bytes": io.l1_store_bytes,
             "l2_model": {"l2_fraction": L2_SHARED_FRACTION, "protected_fraction": L2_PROTECTED_FRACTION,
-                         "programs_per_sm": PROGRAMS_PER_SM,
+                         "programs_per_sm": PROGRAMS_PER_SM, "launch_programs_per_sm": LAUNCH_PROGRAMS_PER_SM,
+                         "tile_costs": L2_TILE_COSTS, "dirty_fraction": L2_DIRTY_FRACTION,
                          "alternative": "previous model: " + ", ".join(f"{k}={v}" for k, v in PREVIOUS_MODEL.items())},
             "sim_seconds": round(time.time() - t0, 2)}
 
@@ -798,12 +813,16 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
 
 def recompare(result: dict, workers: int = 2) -> dict:
     """The measurements of ``result`` against the current kernel view and L2 model (no GPU): result["recompared"]
-    = {"date_utc", "summary", "rows"} (the run's own predictions and summary stay as they were)."""
-    cfgs = [r["config"] for r in result["rows"] if r.get("measured")]
+    = {"date_utc", "summary", "rows"} (the run's own predictions and summary stay as they were). Rows with either
+    measurement (ncu's window, the write-back) are compared."""
+    kept = [r for r in result["rows"] if r.get("measured") or (r.get("writeback") or {}).get("launches")]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        preds = list(pool.map(predict, cfgs))
-    rows = [compare(c, p, r["measured"]) for c, p, r in zip(cfgs, preds, [r for r in result["rows"]
-                                                                          if r.get("measured")])]
+        preds = list(pool.map(predict, [r["config"] for r in kept]))
+    rows = []
+    for r, p in zip(kept, preds):
+        w = r.get("writeback")
+        row = compare(r["config"], p, r.get("measured"), w if w and "launches" in w else None)
+        rows.append(row)
     result["recompared"] = {"date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
                             "summary": summarize({"rows": rows}), "rows": rows}
     return result
@@ -954,7 +973,23 @@ def write_markdown(result: dict, path: str) -> None:
     if rec:
         lines += ["", f"Re-compared on {rec['date_utc']} UTC, without a GPU, against the kernel view and L2 model "
                   f"as they are now (`--recompare`): {rec.get('note', '')}", ""]
-        lines += _summary_table(rec["summary"])
+        lines += _writeback_table(rec["summary"]) + [""] + _summary_table(rec["summary"]) + [""]
+        for r in rec["rows"]:
+            c = r["config"]
+            for L in r["launches"]:
+                was = _launch(result, c, L["launch"])
+                for key, what, rd, wr in (("wb_ok", "write-back", "wb_total_read_bytes", "wb_total_write_bytes"),
+                                          ("dram_ok", "window", "meas_dram_read_bytes", "meas_dram_write_bytes")):
+                    if key not in L or L[key] == was.get(key):
+                        continue
+                    sim_w = "sim_dram_write_flushed_bytes" if key == "wb_ok" else "sim_dram_write_bytes"
+                    lines.append(
+                        f"- {what} {'now within' if L[key] else 'no longer within'} the criterion: {c['kernel']} "
+                        f"{c['set']} N={c['n']} d={c['d']} {c['block_m']}x{c['block_n']}"
+                        f"{' causal' if c['causal'] else ''} B×H={c['batch'] * c['heads']} {L['launch']}: read "
+                        f"{_mb(was.get('sim_dram_read_bytes'))} -> {_mb(L['sim_dram_read_bytes'])} / {_mb(L.get(rd))}, "
+                        f"write {_mb(was.get(sim_w))} -> {_mb(L.get(sim_w))} / {_mb(L.get(wr))} MiB (model before -> "
+                        "now / measured)")
         changed = [(r["config"], L) for r in rec["rows"] for L in r["launches"]
                    if L.get("requested_equal") != _launch(result, r["config"], L["launch"]).get("requested_equal")]
         for c, L in changed:
@@ -1007,7 +1042,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=8, help="processes computing the predictions")
     ap.add_argument("--markdown-only", help="a fidelity_h200.json to rewrite the markdown of")
     ap.add_argument("--recompare", help="a fidelity_h200.json whose measurements to compare with the current model "
-                    "(no GPU); rewrites it and its markdown")
+                    "(no GPU); rewrites it and its markdown, or writes --recompare-out")
+    ap.add_argument("--recompare-out", help="with --recompare: the JSON to write instead (its markdown beside it)")
     ap.add_argument("--note", default="", help="with --recompare: one line saying what changed since the run")
     ap.add_argument("--no-window", action="store_true", help="skip ncu's per-kernel window measurement")
     ap.add_argument("--no-writeback", action="store_true", help="skip the write-back measurement")
@@ -1032,9 +1068,11 @@ def main(argv=None) -> int:
         with open(a.recompare) as f:
             res = recompare(json.load(f), a.workers)
         res["recompared"]["note"] = a.note
-        with open(a.recompare, "w") as f:
+        res["recompared"]["source"] = os.path.basename(a.recompare)
+        dest = a.recompare_out or a.recompare
+        with open(dest, "w") as f:
             json.dump(res, f, indent=1, default=str)
-        write_markdown(res, os.path.splitext(a.recompare)[0] + ".md")
+        write_markdown(res, os.path.splitext(dest)[0] + ".md")
         print(json.dumps(res["recompared"]["summary"], indent=1))
         return 0
     if a.rederive:

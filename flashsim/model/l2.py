@@ -3,7 +3,7 @@
 Signature (small and general, so the simulator core can reuse it)::
 
     simulate_l2(programs, l2_bytes, concurrency, *, flush_writes=True, shared_cost=1.0,
-                protected_fraction=None, private_cost=1.0, write_cost=1.0) -> L2Result
+                protected_fraction=None, private_cost=1.0, write_cost=1.0, dirty_limit=None) -> L2Result
 
 ``programs`` is a sequence, in launch order, of programs (thread blocks); each program is a sequence of
 :class:`Access` ``(key, nbytes, is_write)`` made in program order. ``key`` names a tile (any hashable, e.g.
@@ -25,7 +25,9 @@ Concurrency model (stated, not measured):
   tiles fall back to probation); evictions take the oldest tile on probation first. So a stream read once (Q in
   FlashAttention, S in the softmax of naive attention) does not push out tiles in reuse (K/V) or just written
   (O, P), which is what the H200 shows: its L2 keeps written data over data read once.
-* The L2 is write-back: a dirty tile reaches DRAM when it is evicted. With ``flush_writes=True`` the tiles still
+* The L2 is write-back: a dirty tile reaches DRAM when it is evicted. With ``dirty_limit`` (bytes) at most that
+  many bytes stay dirty: past it the tile dirty longest is written back and stays in the L2, clean (a write
+  stream on the H200 leaves 26-28 MiB of its 60 MiB dirty). With ``flush_writes=True`` the tiles still
   dirty at the end of the launch are counted as written too (every byte written reaches DRAM once); with
   ``flush_writes=False`` they are not (Nsight Compute's measurement of one kernel ends before they leave). Either
   way ``L2Result.dirty_end_bytes`` says how many were left.
@@ -40,9 +42,13 @@ capacity (a strict LRU loses all of it, the real L2 only part); measured, see
 benchmarks/results/kernels_h200_2026-11-30.md. The H100/H200 L2's split into two partitions (lines all SMs read are
 kept in both) is modelled by a capacity of a bit under half the L2 and per-tile costs (``shared_cost``,
 ``private_cost``, ``write_cost``: what a tile several programs touch, one program only reads, one program writes
-occupies per byte). :func:`flashsim.model.kernel_io.kernel_dram` uses 0.48 of the L2 with the segmented LRU, and a
-tile only one program reads costs 0.7 (a line one SM reads is copied into its near partition only when its home is
-the far one).
+occupies per byte). :func:`flashsim.model.kernel_io.kernel_dram` uses 0.48 of the L2 with the segmented LRU, a
+tile only one program touches (read or written) costs 0.63 of one every SM reads (a line one SM touches is held
+once, and copied into its near partition only part of the time: the L2 holds about 0.75 of its size of such
+lines, where the online softmax's second pass over X and P's writes compete), and at most 0.44 of the L2 stays
+dirty (``dirty_limit``). The flash kernels' writes during the launch (O, dK, dV evicted while it runs, what
+Nsight Compute's window of one kernel shows) are modelled less well than with written tiles at cost 1: at 0.63
+more of them stay in the L2 to the end (benchmarks/results/fidelity_h200_2026-12-03_recompare.md).
 
 Callers: :func:`flashsim.model.kernel_io.kernel_dram` builds the tile traces of the Triton kernels and calls this;
 the simulator core can pass its own traces (any hashable keys).
@@ -119,7 +125,7 @@ def _tile_costs(programs: list, shared_cost: float, private_cost: float, write_c
 def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency: int, *,
                 flush_writes: bool = True, shared_cost: float = 1.0,
                 protected_fraction: float | None = None, private_cost: float = 1.0,
-                write_cost: float = 1.0) -> L2Result:
+                write_cost: float = 1.0, dirty_limit: int | None = None) -> L2Result:
     """DRAM bytes of one launch under the concurrency model in the module docstring.
 
     ``shared_cost``: L2 capacity a tile read by more than one program occupies, per byte (2.0 models an L2 split
@@ -127,11 +133,15 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
     ``private_cost`` and ``write_cost``: the same for a tile only one program touches (read only; written). With
     all three 1.0 every byte costs 1 (the default).
     ``protected_fraction``: None = one LRU; a number in (0, 1] = the segmented LRU of the module docstring.
+    ``dirty_limit``: None = any number of dirty bytes; else the most bytes that stay dirty (past it, the tiles dirty
+    longest are written back to DRAM and stay, clean).
     """
     if l2_bytes <= 0 or concurrency < 1:
         raise ValueError("l2_bytes must be > 0 and concurrency >= 1")
     if min(shared_cost, private_cost, write_cost) <= 0:
         raise ValueError("shared_cost, private_cost and write_cost must be > 0")
+    if dirty_limit is not None and dirty_limit < 0:
+        raise ValueError(f"dirty_limit={dirty_limit!r} must be >= 0, or None for no limit")
     costed = (shared_cost, private_cost, write_cost) != (1.0, 1.0, 1.0)
     if costed:
         programs = [list(prog) for prog in programs]  # read twice: who touches each tile, then the replay
@@ -139,9 +149,10 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
     if protected_fraction is not None:
         if not 0 < protected_fraction <= 1:
             raise ValueError(f"protected_fraction={protected_fraction!r} must be in (0, 1], or None for one LRU")
-        return _simulate_slru(programs, l2_bytes, concurrency, flush_writes, protected_fraction, cost)
+        return _simulate_slru(programs, l2_bytes, concurrency, flush_writes, protected_fraction, cost, dirty_limit)
     programs = list(programs)  # programs may be generators: they are consumed once, in launch order
     cache: OrderedDict = OrderedDict()      # key -> [nbytes, dirty]
+    dirty = _DirtyLimit(dirty_limit)
     used = 0
     res = L2Result()
     for key, nbytes, is_write in _resident(programs, concurrency):
@@ -150,11 +161,11 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
             res.requested_write_bytes += nbytes
             if entry is None:
                 c = nbytes * cost.get(key, 1.0)
-                cache[key] = [nbytes, True, c]
+                cache[key] = entry = [nbytes, False, c]
                 used += c
             else:
-                entry[1] = True
                 cache.move_to_end(key)
+            dirty.mark(key, entry)
         else:
             res.requested_read_bytes += nbytes
             if entry is None:
@@ -165,14 +176,49 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
             else:
                 cache.move_to_end(key)
         while used > l2_bytes and cache:
-            _, (b, dirty, c) = cache.popitem(last=False)
-            used -= c
-            if dirty:
-                res.dram_write_bytes += b
-    res.dirty_end_bytes = sum(b for b, dirty, _ in cache.values() if dirty)
+            k, e = cache.popitem(last=False)
+            used -= e[2]
+            if e[1]:
+                dirty.evicted(k, e)
+                res.dram_write_bytes += e[0]
+        res.dram_write_bytes += dirty.clean_excess()
+    res.dirty_end_bytes = sum(e[0] for e in cache.values() if e[1])
     if flush_writes:
         res.dram_write_bytes += res.dirty_end_bytes
     return res
+
+
+class _DirtyLimit:
+    """The dirty tiles in the order they became dirty, and their bytes: past ``limit`` (None = no limit) the oldest
+    are written back and stay in the L2, clean. Entries are the simulators' [nbytes, dirty, capacity] lists."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.order: OrderedDict = OrderedDict()
+        self.bytes = 0
+
+    def mark(self, key, entry) -> None:
+        """``entry`` written: dirty from now on."""
+        if not entry[1]:
+            entry[1] = True
+            if self.limit is not None:
+                self.order[key] = entry
+                self.bytes += entry[0]
+
+    def evicted(self, key, entry) -> None:
+        """A dirty ``entry`` left the L2 (written back by the caller)."""
+        if self.limit is not None and self.order.pop(key, None) is not None:
+            self.bytes -= entry[0]
+
+    def clean_excess(self) -> int:
+        """Write back the oldest dirty tiles while more than ``limit`` bytes are dirty: the bytes written."""
+        written = 0
+        while self.limit is not None and self.bytes > self.limit and self.order:
+            _, e = self.order.popitem(last=False)
+            e[1] = False
+            self.bytes -= e[0]
+            written += e[0]
+        return written
 
 
 def _resident(programs, concurrency: int):
@@ -200,12 +246,13 @@ def _resident(programs, concurrency: int):
 
 
 def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool, protected_fraction: float,
-                   cost: dict | None = None):
+                   cost: dict | None = None, dirty_limit: int | None = None):
     """simulate_l2 with the segmented LRU: probation and protected segments, [nbytes, dirty, capacity] per tile
     (capacity = nbytes x the tile's cost, ``cost``: {key: per-byte cost}, 1 where absent)."""
     cost = cost or {}
     probation: OrderedDict = OrderedDict()
     protected: OrderedDict = OrderedDict()
+    dirty = _DirtyLimit(dirty_limit)
     cap_protected = protected_fraction * l2_bytes
     used = used_protected = 0
     res = L2Result()
@@ -216,23 +263,23 @@ def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool
             res.requested_read_bytes += nbytes
         entry = protected.get(key)
         if entry is not None:                        # in reuse: stays protected, newest
-            entry[1] = entry[1] or is_write
+            if is_write:
+                dirty.mark(key, entry)
             protected.move_to_end(key)
+            res.dram_write_bytes += dirty.clean_excess()
             continue
         entry = probation.pop(key, None)
         if entry is None:                            # a miss: read from DRAM (a write allocates without a read)
             c = nbytes * cost.get(key, 1.0)
-            if not is_write:
-                res.dram_read_bytes += nbytes
             used += c
             if not is_write:
+                res.dram_read_bytes += nbytes
                 probation[key] = [nbytes, False, c]
-                entry = None
             else:
-                entry = [nbytes, True, c]
-        else:
-            entry[1] = entry[1] or is_write
+                entry = [nbytes, False, c]
         if entry is not None:                        # a second use, or a write: protected
+            if is_write:
+                dirty.mark(key, entry)
             protected[key] = entry
             used_protected += entry[2]
             while used_protected > cap_protected and protected:
@@ -241,13 +288,15 @@ def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool
                 probation[k] = e
         while used > l2_bytes and (probation or protected):
             if probation:
-                _, (b, dirty, c) = probation.popitem(last=False)
+                k, e = probation.popitem(last=False)
             else:
-                _, (b, dirty, c) = protected.popitem(last=False)
-                used_protected -= c
-            used -= c
-            if dirty:
-                res.dram_write_bytes += b
+                k, e = protected.popitem(last=False)
+                used_protected -= e[2]
+            used -= e[2]
+            if e[1]:
+                dirty.evicted(k, e)
+                res.dram_write_bytes += e[0]
+        res.dram_write_bytes += dirty.clean_excess()
     res.dirty_end_bytes = sum(e[0] for seg in (probation, protected) for e in seg.values() if e[1])
     if flush_writes:
         res.dram_write_bytes += res.dirty_end_bytes

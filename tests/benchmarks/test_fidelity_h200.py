@@ -166,3 +166,42 @@ def test_measure_writeback_two_flushes_each_side_and_repeats(monkeypatch):
     assert res["rows"][0]["writeback"]["launches"][0]["total_write_bytes"] == 30
     assert res["rows"][0]["launches"][0]["wb_write_spread_bytes"] == 6
     assert res["writeback_method_at_run"]["counted"] == 1
+
+
+def test_recompare_judges_write_back_rows_and_writes_elsewhere(tmp_path):
+    """A run with only the write-back measurement (as run 2026-12-02_5 for most configurations) is re-compared on
+    it; --recompare-out leaves the source file as it was."""
+    cfg = dict(kernel="online_softmax", n=256, d=1, block_m=64, block_n=64, causal=False, dtype="fp16", batch=1,
+               heads=1, set="new")
+    pred = F.predict(cfg)
+    name, p = next(iter(pred["launches"].items()))
+    wb = {"launches": [{"kernel": name, "window_read_bytes": p["dram_read_bytes"], "window_write_bytes": 0,
+                        "residue_write_bytes": p["dram_write_flushed_bytes"], "residue_read_bytes": 0,
+                        "total_read_bytes": p["dram_read_bytes"], "total_write_bytes": p["dram_write_flushed_bytes"]}]}
+    row = F.compare(cfg, pred, None, wb)
+    row.update(predicted=pred, measured=None, writeback=wb)
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps({"info": {"date_utc": "x", "command": "c"}, "criteria": {"requested": "r", "dram": "d"},
+                               "estimated_device_seconds": 1, "rows": [row], "summary": F.summarize({"rows": [row]})}))
+    before = src.read_text()
+    out = tmp_path / "rec.json"
+    assert F.main(["--recompare", str(src), "--recompare-out", str(out), "--note", "n", "--workers", "1"]) == 0
+    rec = json.loads(out.read_text())["recompared"]
+    assert src.read_text() == before and (tmp_path / "rec.md").exists()
+    assert rec["rows"][0]["launches"][0]["wb_ok"] is True and rec["summary"]["online_softmax"]["wb_ok"] == 1
+
+
+def test_new7_chosen_where_the_models_differ():
+    """new7's online_softmax configurations: the model before (PREVIOUS_MODEL) and now predict reads further apart
+    than the criterion, on both sides of 132 programs (one per SM)."""
+    from flashsim.model.attention.visibility import n_blocks
+    from flashsim.model.kernel_io import kernel_dram
+    rows = [r for r in F.CONFIGS["online_softmax"] if r[-1] == "new7"]
+    progs = set()
+    for b, h, n, d, causal, bm, bn, _ in rows:
+        now = kernel_dram("online_softmax", n, d, bm, bn, causal, flush_writes=True)["total"].dram_read_bytes
+        was = kernel_dram("online_softmax", n, d, bm, bn, causal, flush_writes=True,
+                          **F.PREVIOUS_MODEL)["total"].dram_read_bytes
+        assert not F.dram_ok(now, was, 10**12), n
+        progs.add(n_blocks(n, bm) > 132)
+    assert len(rows) >= 4 and progs == {True, False}

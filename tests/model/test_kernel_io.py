@@ -221,3 +221,25 @@ def test_l1_view_partial_sectors_by_hand():
     assert L.l1_loads["X"] == 2 * L.l1_stores["P"]
     assert L.l1_stores["LSE"] == 5 * 32                            # 160 B from byte 0: 5 sectors
     assert L.stores["P"] == 40 * 40 * 2
+
+
+def test_l2_dirty_limit_writes_back_the_oldest_and_keeps_them():
+    """At most 150 bytes dirty: the third write of 100 writes back the first (kept, clean), whose re-read then
+    hits; with no limit nothing is written during the launch."""
+    progs = [[Access("A", 100, True), Access("B", 100, True), Access("C", 100, True), Access("A", 100)]]
+    for fraction in (None, 0.6):
+        r = simulate_l2(progs, 1000, 1, flush_writes=False, protected_fraction=fraction, dirty_limit=150)
+        assert (r.dram_write_bytes, r.dirty_end_bytes, r.dram_read_bytes) == (200, 100, 0), fraction
+        free = simulate_l2(progs, 1000, 1, flush_writes=False, protected_fraction=fraction)
+        assert (free.dram_write_bytes, free.dirty_end_bytes) == (0, 300)
+
+
+def test_online_softmax_has_every_program_resident():
+    """N=5120 at 32x64: 160 programs, all resident (2 per SM), so pass 2 re-reads after the whole matrix's first
+    pass and misses (H200, write-back measurement: 99.97 MiB of 100); at 1 per SM the first 132 rows hit some."""
+    from flashsim.model.kernel_io import launch_programs_per_sm
+    assert launch_programs_per_sm("_online_softmax_kernel") == 2 and launch_programs_per_sm("_flash_fwd_kernel") == 1
+    mib = 1 << 20
+    two = kernel_dram("online_softmax", 5120, 1, 32, 64)["total"].dram_read_bytes
+    one = kernel_dram("online_softmax", 5120, 1, 32, 64, programs_per_sm=1)["total"].dram_read_bytes
+    assert two == 100 * mib > one + 4 * mib
