@@ -815,6 +815,26 @@ def tune_fwd_rows(g, previous, warmup, rep, budget_s, save, out):
     return out
 
 
+def entry_overrides(spec: str | None, entries, flat_ok: bool = False) -> dict:
+    """{(d, causal): overrides} from a command line's JSON ``{"d64_causal1": {...}, ...}`` over the configuration
+    entries ``entries`` ((d, causal) keys). ``flat_ok``: a plain ``{...}`` applies to every entry. A name that is no
+    entry raises ``ValueError`` naming the known ones (a typo must not time the committed kernel as the candidate)."""
+    if not spec:
+        return {}
+    over = json.loads(spec)
+    if not isinstance(over, dict):
+        raise ValueError(f"overrides must be a JSON object, not {spec!r}")
+    names = {f"d{d}_causal{int(c)}": (d, c) for d, c in entries}
+    if flat_ok and over and not any(re.fullmatch(r"d\d+_causal[01]", k) for k in over):
+        return {key: dict(over) for key in names.values()}
+    unknown = sorted(set(over) - set(names))
+    if unknown:
+        raise ValueError(f"unknown configuration entries {unknown}: the entries are {sorted(names)}")
+    if not all(isinstance(v, dict) for v in over.values()):
+        raise ValueError(f"each entry's overrides must be a JSON object: {spec!r}")
+    return {names[k]: dict(v) for k, v in over.items()}
+
+
 def apply_fwd_adopted(g, adopted):
     """Put ``adopted`` ({"d64_causal1_N2048": overrides of FWD_CONFIGS, ...}, from --tune-fwd-rows) in front of
     ``g.FWD_CONFIGS_BY_N`` as exact-N ranges; returns {(d, causal, N): the full configuration it replaces}."""
@@ -880,21 +900,17 @@ def bwd_main(args):
         # {"d128_causal1": {...}}: each timed row of that entry also times the forward with these overrides on top of
         # its configuration (gluon_committed_fwd), e.g. a feature switched off, for the ablation
         result["fwd_beside"] = json.loads(args.fwd_beside)
-        for (d, c) in list(g.FWD_CONFIGS):
-            over = result["fwd_beside"].get(f"d{d}_causal{int(c)}")
-            if over:
-                for N in (int(x) for x in args.ns.split(",")):
-                    fwd_replaced[(d, c, N)] = dict(g.forward_config(d, c, N), **over)
+        for (d, c), over in entry_overrides(args.fwd_beside, g.FWD_CONFIGS).items():
+            for N in (int(x) for x in args.ns.split(",")):
+                fwd_replaced[(d, c, N)] = dict(g.forward_config(d, c, N), **over)
     if args.fwd_override:
         # {"d128_causal1": {...}}: on top of FWD_CONFIGS before the grid; each timed row times the configuration it
         # replaces beside it (gluon_committed_fwd)
         result["fwd_override"] = json.loads(args.fwd_override)
-        for (d, c) in list(g.FWD_CONFIGS):
-            over = result["fwd_override"].get(f"d{d}_causal{int(c)}")
-            if over:
-                for N in (int(x) for x in args.ns.split(",")):
-                    fwd_replaced.setdefault((d, c, N), g.forward_config(d, c, N))
-                g.FWD_CONFIGS[(d, c)] = dict(g.FWD_CONFIGS[(d, c)], **over)
+        for (d, c), over in entry_overrides(args.fwd_override, g.FWD_CONFIGS).items():
+            for N in (int(x) for x in args.ns.split(",")):
+                fwd_replaced.setdefault((d, c, N), g.forward_config(d, c, N))
+            g.FWD_CONFIGS[(d, c)] = dict(g.FWD_CONFIGS[(d, c)], **over)
     result["rounds"] = ROUNDS
     # the forward's configurations (as the forward-only run records them), and its overrides by N
     result["configs"] = {f"d{d}_causal{int(c)}": cfg for (d, c), cfg in g.FWD_CONFIGS.items()}
@@ -935,11 +951,8 @@ def bwd_main(args):
                     g.BWD_CONFIGS[(d, causal)] = dict(g.BWD_CONFIGS[(d, causal)], **min(good, key=lambda x: x[0])[1])
                 print("chosen bwd", d, causal, g.BWD_CONFIGS[(d, causal)], f"{time.time() - t0:.0f} s")
     if args.bwd_override:
-        override = json.loads(args.bwd_override)
-        keyed = all(re.fullmatch(r"d\d+_causal[01]", name) for name in override) and bool(override)
-        for (d, c) in g.BWD_CONFIGS:
-            over = override.get(f"d{d}_causal{int(c)}", {}) if keyed else override
-            g.BWD_CONFIGS[(d, c)] = dict(g.BWD_CONFIGS[(d, c)], **over)
+        for key, over in entry_overrides(args.bwd_override, g.BWD_CONFIGS, flat_ok=True).items():
+            g.BWD_CONFIGS[key] = dict(g.BWD_CONFIGS[key], **over)
     result["bwd_configs"] = {f"d{d}_causal{int(c)}": cfg for (d, c), cfg in g.BWD_CONFIGS.items()}
     grid_what = set(args.grid.split(","))
     # ---- correctness grid with the chosen configurations ----
