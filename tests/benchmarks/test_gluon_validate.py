@@ -1,21 +1,15 @@
 """benchmarks/gluon_validate.py's CPU-side logic (the script itself times Gluon kernels on a Hopper GPU): the
 command line's per-entry configuration overrides."""
-import importlib.util
-import os
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import gluon_validate
+
 ENTRIES = [(64, False), (64, True), (128, False), (128, True)]
 
 
 @pytest.fixture(scope="module")
 def gv():
-    spec = importlib.util.spec_from_file_location("gluon_validate", os.path.join(ROOT, "benchmarks",
-                                                                                 "gluon_validate.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return gluon_validate
 
 
 def test_named_entries_and_a_flat_override(gv):
