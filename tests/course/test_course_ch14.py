@@ -23,6 +23,8 @@ WIDE = ROOT / result_source("tune_h200_wide")
 SPEED = ROOT / result_source("attention_speed_h200")
 GLUON = ROOT / result_source("gluon_fwd_h200")
 GLUON_BWD = ROOT / result_source("gluon_bwd_h200")
+GLUON_BLOCK = ROOT / result_source("gluon_bwd_block_h200")        # the d=64 backward, 128- vs 64-row query blocks
+GLUON_LSE = ROOT / result_source("gluon_bwd_lse_smem_h200")       # the backward, L and delta via shared memory or not
 PINGPONG = sorted(ROOT / result_source(name) for name in recorded_names() if name.startswith("tune_h200_pingpong_n"))
 
 
@@ -64,7 +66,8 @@ def test_default_tuning_files_are_the_recorded_sweeps():
     # the notebook's text shows no file names or dates: the recorded results' captions say "recorded"
     for table in (w.tuning_table(), w.pipelining_table(), w.warp_specialization_table(), w.pingpong_table(),
                   w.speed_headline_table(), w.gluon_speed_table(), w.gluon_summary_table(),
-                  w.pingpong_ablation_table()):
+                  w.pingpong_ablation_table(), w.gluon_misses_table(), w.gluon_ablation_summary_table(),
+                  *(w.gluon_ablation_table(name) for name in w.GLUON_ABLATIONS)):
         assert "recorded" in table.caption and ".json" not in table.caption and "2026" not in table.caption
 
 
@@ -127,11 +130,13 @@ def test_loaders_with_unusable_files(tmp_path, capsys):
         assert w.wide_sweep_summary(path) is None
         assert w.speed_headline(path) is None
         assert w.pingpong_summary([path]) == []
-        assert w.load_gluon(path) is None
+        assert w.load_gluon(path) is None and w.load_gluon_backward(path) is None
     assert "nothing to show" in capsys.readouterr().out
     assert w.tuning_table([]) is None and w.pingpong_table([]) is None
     assert w.pipelining_table({"best_by_stages": {}}) is None and w.speed_headline_table({"rows": []}) is None
     assert w.gluon_summary({"rows": []}) == [] and w.gluon_rows({"rows": []}) == []
+    assert w.gluon_headline({"rows": []}) == {} and w.gluon_headline_text(headline={}) == "no Gluon run to summarise"
+    assert w.gluon_misses_table({"rows": [], "source": "x"}) is None
 
 
 def test_tuning_plots():
@@ -158,10 +163,16 @@ def test_gluon_run_is_recorded_and_read_exactly():
         assert mine["n"] == theirs["N"] and mine["correct"] is theirs["fwd_correct"] is True
         for k in w.GLUON_KERNELS:
             assert mine["ms"][k] == theirs[f"{k}_fwd_ms"] and mine["tflops"][k] == theirs[f"{k}_fwd_tflops"]
-        assert w._ratio(mine, "gluon", "cudnn") == pytest.approx(theirs["gluon_fwd_vs_cudnn"])
-        assert w._ratio(mine, "gluon", "flash") == pytest.approx(theirs["gluon_fwd_vs_flash"])
-        assert w._ratio(mine, "gluon", "triton") == pytest.approx(theirs["gluon_fwd_vs_triton"])
-    assert g["checks"] == {"passed": 40, "total": 40, "not_run": 0}
+        # ratios: the median of the per-round ratios, as the run computed its own
+        assert w._ratio(mine, "gluon", "cudnn") == pytest.approx(theirs["gluon_fwd_vs_cudnn"], rel=1e-12)
+        assert w._ratio(mine, "gluon", "flash") == pytest.approx(theirs["gluon_fwd_vs_flash"], rel=1e-12)
+        assert w._ratio(mine, "gluon", "triton") == pytest.approx(theirs["gluon_fwd_vs_triton"], rel=1e-12)
+        assert mine["timed"]["gluon"]["rounds"] == theirs["gluon_fwd_rounds_ms"]
+    assert g["rounds"] == 5                                      # "in five interleaved rounds"
+    # the run has no checks of its own (--grid none): those of the grid run in the same call
+    assert raw["checks"] == [] and g["checks"] == {"passed": 40, "total": 40, "bwd_passed": 40, "bwd_total": 40,
+                                                    "not_run": 0}
+    assert w.load_gluon(GLUON)["checks"]["total"] == 0          # a file without checks and no grid: none
     assert g["configs"][(64, False)]["NC"] == 3 and g["configs"][(128, True)]["BLOCK_N"] == 128
     # ping-pong as each row's configuration had it (the overrides by N included)
     on = {(r["d"], r["causal"], r["n"]): r["pingpong"] for r in g["rows"] if r["dtype"] == "fp16"}
@@ -172,39 +183,143 @@ def test_gluon_run_is_recorded_and_read_exactly():
 def test_gluon_summary_says_what_the_chapter_says():
     by = {(s["d"], s["causal"]): s for s in w.gluon_summary()}
     everything = by[("all", None)]
-    assert everything["rows"] == 32 and everything["met"] == 11       # "11 of the 32 rows"
-    g_cudnn = everything["ratios"][("gluon", "cudnn")]
-    assert round(min(g_cudnn), 2) == 0.80 and round(max(g_cudnn), 2) == 1.15   # "within 20% in all of them"
-    g_triton = everything["ratios"][("gluon", "triton")]
-    assert sum(x >= 1.0 for x in g_triton) == 30 and min(g_triton) > 0.945      # "4-5% slower in the other two"
-    t_cudnn = everything["ratios"][("triton", "cudnn")]
-    assert sum(x >= 1.0 for x in t_cudnn) == 3 and max(t_cudnn) < 1.025        # "in three d = 64 rows, at most 2.5%"
-    assert all(r["d"] == 64 for r in w.gluon_rows() if r["ms"]["cudnn"] >= r["ms"]["triton"])
-    assert min(everything["ratios"][("triton", "flash")]) > 1.25            # ... and well ahead of FA-2
-    assert sum(by[k]["met"] for k in by if k != ("all", None)) == 11
+    assert everything["rows"] == 32 and everything["met"] == 19
+    assert sum(by[k]["met"] for k in by if k != ("all", None)) == 19
     table = w.gluon_summary_table()
-    assert len(table.rows) == 5 and table.rows[-1][2] == "11/32"
+    assert len(table.rows) == 5 and table.rows[-1][2] == "19/32"
+    # the text: "the Triton kernel is already well ahead of SDPA's FlashAttention-2 backend in every row, and the
+    # Gluon kernel further still in most rows"
+    assert min(everything["ratios"][("triton", "flash")]) > 1.25
+    ahead = [gf > tf for gf, tf in zip(everything["ratios"][("gluon", "flash")],
+                                       everything["ratios"][("triton", "flash")])]
+    assert sum(ahead) > len(ahead) / 2
+    # "against cuDNN the Triton kernel is behind almost everywhere, most at d = 128"
+    t_cudnn = everything["ratios"][("triton", "cudnn")]
+    assert sum(x >= 1.0 for x in t_cudnn) <= 2
+    assert max(by[(128, c)]["ratios"][("triton", "cudnn")][i] for c in (False, True) for i in range(8)) < min(
+        by[(64, c)]["ratios"][("triton", "cudnn")][i] for c in (False, True) for i in range(8))
+    # "the Gluon kernel closes most of that gap and passes cuDNN in many rows"
+    assert everything["met"] > 12
+
+
+def test_gluon_headline_is_the_runs_own_count():
+    """The counts the chapter prints (gluon_headline_text) against the run's own summary (its md's outcome)."""
+    h = w.gluon_headline()
+    f, b = h["forward"]["vs_cudnn"], h["backward"]["vs_cudnn"]
+    assert (f["rows"], f["met"], f["every_round"], f["no_round"]) == (32, 19, 5, 2)
+    assert (round(f["min"], 2), round(f["max"], 2)) == (0.91, 1.11)
+    assert (b["rows"], b["met"], round(b["min"], 2), round(b["max"], 2)) == (32, 32, 0.92, 1.08)
+    t = h["backward"]["vs_triton"]
+    assert (t["rows"], t["met"], round(t["min"], 2), round(t["max"], 2)) == (16, 16, 1.12, 1.50)
+    assert (h["forward"]["vs_triton"]["met"], h["forward"]["vs_triton"]["rows"]) == (28, 32)
+    raw = json.loads(GLUON.read_text())["rows"]
+    assert f["met"] == sum(r["gluon_fwd_vs_cudnn"] >= 1.0 for r in raw)
+    assert b["met"] == sum(r["gluon_vs_cudnn"] >= 0.9 for r in raw)
+    text = w.gluon_headline_text("forward", h)
+    assert "19 of the 32 rows" in text and "28 of 32 rows" in text and "0.91×–1.11×" in text
+    assert "32 of the 32 rows" in w.gluon_headline_text("backward", h)
+    assert "13 rows miss" in w.gluon_headline_text("misses", h)
+    assert "19 of 32" in w.gluon_headline_text("takeaway", h)
+    with pytest.raises(FlashsimError):
+        w.gluon_headline_text("sideways", h)
+    bwd = w.load_gluon_backward()
+    assert bwd["source"] == result_source("gluon_bwd_h200") and len(bwd["rows"]) == 32
+    assert bwd["configs"][(64, False)]["BLOCK_M"] == 128 and bwd["configs"][(128, True)]["BLOCK_M"] == 64
+    assert sum("triton" in r["ms"] for r in bwd["rows"]) == 16          # the Triton backward: fp16 rows only
+
+
+def test_gluon_misses_say_what_section_13_says():
+    misses = w.gluon_misses_table()
+    keys = {(row[0], row[1], row[2], row[3]) for row in misses.rows}
+    assert len(keys) == 13
+    # d = 128 without a mask: every N, both dtypes
+    assert all((dt, 128, "no", n) in keys for dt in ("fp16", "bf16") for n in (2048, 4096, 8192, 16384))
+    # causal d = 64 only at small N; causal d = 128 at N = 16,384 no longer misses
+    assert all(n <= 8192 for dt, d, c, n in keys if d == 64)
+    assert not any(d == 128 and c == "yes" and n == 16384 for dt, d, c, n in keys)
+    # "2,048 query tiles of 128 rows for 132 CTAs, 15.5 each"
+    r = next(r for r in w.gluon_rows(d=128, causal=False))
+    assert r["batch"] * r["heads"] * r["n"] // 128 == 2048 and round(2048 / 132, 1) == 15.5
 
 
 def test_gluon_speed_table_and_ablation():
     table = w.gluon_speed_table()
     assert len(table.rows) == 32 and "SDPA FlashAttention-2 TFLOP/s" in table.header
-    assert sum(row[-1] == "yes" for row in table.rows) == 11
+    assert sum(row[-1] == "yes" for row in table.rows) == 19
+    assert "5 interleaved rounds" in table.caption
     assert len(w.gluon_speed_table(dtype="bf16", d=64, causal=True).rows) == 4
     assert w.gluon_speed_table(d=96) is None
     ab = w.pingpong_ablation()
-    # ping-pong off: fp16 rows only, and only those whose configuration has it on ("the 9 fp16 rows")
-    assert len(ab) == 9 and {r["dtype"] for r in ab} == {"fp16"}
+    # ping-pong off: fp16 rows only, and only those whose configuration has it on
+    assert len(ab) == 9 and {r["dtype"] for r in ab} == {"fp16"} and ab == w.gluon_ablation("pingpong")
+    raw = {(r["d"], r["causal"], r["N"]): r for r in json.loads(GLUON.read_text())["rows"] if r["dtype"] == "float16"}
     for r in ab:
-        assert r["change"] == pytest.approx(r["on_ms"] / r["off_ms"] - 1)
-    assert round(min(r["change"] for r in ab), 2) == -0.11 and round(max(r["change"] for r in ab), 2) == 0.06
-    # the other 7 fp16 rows: one kernel timed twice, "differed by up to 9%"
-    same = [r for r in w.gluon_rows(dtype="fp16") if r["pingpong"] is False]
-    assert len(same) == 7 and max(abs(r["ms"]["gluon"] / r["no_pingpong_ms"] - 1) for r in same) < 0.095
+        one = raw[(r["d"], r["causal"], r["n"])]
+        per = [off / on for on, off in zip(one["gluon_fwd_rounds_ms"], one["gluon_no_pingpong_fwd_rounds_ms"])]
+        assert r["speedup"] == pytest.approx(sorted(per)[2]) and r["rounds_min"] == min(per)
+        assert r["change"] == pytest.approx(1 / r["speedup"] - 1)
+        assert r["on_ms"] == one["gluon_fwd_ms"] and r["off_ms"] == one["gluon_no_pingpong_fwd_ms"]
     assert len(w.pingpong_ablation_table().rows) == 9
-    features = w.feature_table()
-    assert sum("not measured" in row[-1] for row in features.rows) >= 4
-    assert any(row[0].startswith("ping-pong") and "9 rows" in row[-1] for row in features.rows)
+
+
+def test_each_measured_switch_says_what_section_12_says():
+    summary = {s["name"]: s for s in w.gluon_ablation_summary()}
+    assert set(summary) == set(w.GLUON_ABLATIONS)
+    # ping-pong: "changes in both directions, and in no row the same sign in every round"
+    pp = summary["pingpong"]
+    assert pp["change_min"] < 0 < pp["change_max"] and pp["faster_every_round"] == pp["slower_every_round"] == 0
+    # balanced lists: "causal d = 128 at N = 16,384, faster in every round, in both dtypes" (17% and 27%); "in the
+    # other causal rows ... a few percent either way"
+    bal = w.gluon_ablation("balanced")
+    assert len(bal) == 16 and all(r["causal"] for r in bal)
+    raw = {(r["dtype"], r["d"], r["N"]): r for r in json.loads(GLUON.read_text())["rows"] if r["causal"]}
+    for r in bal:
+        one = raw[({"fp16": "float16", "bf16": "bfloat16"}[r["dtype"]], r["d"], r["n"])]
+        assert r["speedup"] == pytest.approx(one["gluon_fwd_vs_committed"], rel=1e-12)
+        assert one["fwd_committed_config"]["BALANCED"] is False and one["fwd_config"]["BALANCED"] == "lpt"
+    big = [r for r in bal if r["d"] == 128 and r["n"] == 16384]
+    assert len(big) == 2 and all(r["rounds_min"] > 1 for r in big)
+    assert sorted(round(r["speedup"] - 1, 2) for r in big) == [0.17, 0.27]
+    assert all(abs(r["speedup"] - 1) < 0.07 for r in bal if r not in big)
+    # the backward's switches: "made every row faster"; L and delta most at causal d = 128
+    block = w.gluon_ablation("bwd_block")
+    assert len(block) == 16 and all(r["d"] == 64 and r["speedup"] > 1 for r in block)
+    rows = {(r["dtype"], r["causal"], r["N"]): r for r in json.loads(GLUON_BLOCK.read_text())["rows"]}
+    for r in block:
+        one = rows[({"fp16": "float16", "bf16": "bfloat16"}[r["dtype"]], r["causal"], r["n"])]
+        assert r["off_ms"] == one["gluon_committed_full_ms"] and r["on_ms"] == one["gluon_ms"]
+    lse = w.gluon_ablation("lse_smem")
+    assert len(lse) == 32 and all(r["speedup"] > 1 for r in lse)
+    assert all(r["rounds_min"] is None for r in lse)                     # that run timed once per row
+    top = sorted(lse, key=lambda r: r["speedup"])[-8:]
+    assert all(r["d"] == 128 and r["causal"] for r in top)
+    assert summary["lse_smem"]["faster_every_round"] is None and summary["bwd_block"]["faster_with"] == 16
+    # every measured feature says its range in the feature table
+    features = {row[0]: row[-1] for row in w.feature_table().rows}
+    for name in ("longest first (causal)", "ping-pong between consumers", "backward: L and δ through shared memory",
+                 "backward: 128-row query blocks at d=64"):
+        assert features[name].startswith("measured in ") and " to " in features[name], name
+    assert "measured in 9 rows" in features["ping-pong between consumers"]
+    assert "measured in 16 rows" in features["longest first (causal)"]
+    assert sum("not measured" in text for text in features.values()) >= 4
+
+
+def test_ablations_with_wrong_or_empty_input():
+    with pytest.raises(FlashsimError, match="pingpong"):
+        w.gluon_ablation("sideways")
+    with pytest.raises(FlashsimError):
+        w.gluon_ablation_table("sideways")
+    empty = {"rows": [], "source": "mine.json", "configs": {}}
+    for name in w.GLUON_ABLATIONS:
+        assert w.gluon_ablation(name, empty) == [] and w.gluon_ablation_table(name, empty) is None
+    assert w.pingpong_ablation(empty) == [] and w.pingpong_ablation_table(empty) is None
+    # a run without the switched-off column: nothing to show, not an error
+    assert w.gluon_ablation("balanced", w.load_gluon(GLUON_BLOCK)) == []       # no balanced lists beside
+    assert w.gluon_ablation("bwd_block", w.load_gluon_backward(GLUON_BWD)) == []   # no 64-row blocks beside
+    assert w.gluon_ablation_summary({name: empty for name in w.GLUON_ABLATIONS}) == []
+    assert w.gluon_ablation_summary_table({name: empty for name in w.GLUON_ABLATIONS}) is None
+    features = w.feature_table(runs={name: empty for name in w.GLUON_ABLATIONS})
+    assert not any(row[-1].startswith("measured in ") and "rows" in row[-1] for row in features.rows)
 
 
 def test_roles_and_ring_tables():
@@ -294,7 +409,7 @@ def test_warp_schedule_picture():
 def test_speed_dashboard_and_plot():
     dash = w.GluonSpeedDashboard(dtype="fp16", d=128, causal=False)
     assert [r["n"] for r in dash.current] == [2048, 4096, 8192, 16384]
-    assert "1/4 rows" in dash.readout()
+    assert "0/4 rows" in dash.readout()
     dash.update(dtype="bf16", d=128, causal=False)
     assert "course Gluon, ping-pong off" not in dash.plot_args()["series"]    # not timed in bf16
     dash.update(dtype="fp16", d=64, causal=True)
@@ -320,8 +435,8 @@ def test_gluon_backward_rows_are_the_recorded_run():
     one = next(r for r in raw if r["d"] == 128 and not r["causal"] and r["N"] == 4096)
     got = next(r for r in rows if r["d"] == 128 and not r["causal"] and r["N"] == 4096)
     assert got["course Gluon"] == one["gluon_tflops"] and got["SDPA cuDNN"] == one["cudnn_tflops"]
-    assert got["vs cuDNN"] == pytest.approx(one["cudnn_ms"] / one["gluon_ms"])
-    assert all(r["SDPA FlashAttention-2"] < r["course Gluon"] < r["SDPA cuDNN"] for r in rows)   # as recorded
+    assert got["vs cuDNN"] == one["gluon_vs_cudnn"]         # the median of the per-round ratios
+    assert all(r["SDPA FlashAttention-2"] < r["course Gluon"] for r in rows)   # as recorded
     fwd = f.gluon_backward_rows(mode="fwd", dtype="bfloat16")
     assert len(fwd) == 16 and fwd[0]["course Gluon"] == next(
         r for r in json.loads(GLUON_BWD.read_text())["rows"] if r["dtype"] == "bfloat16")["gluon_fwd_tflops"]
@@ -351,3 +466,28 @@ def test_hopper_text_is_teaching_not_a_lab_log(notebook):
     assert all(c.get("outputs", []) == [] for c in nb["cells"])
     if "Speed against SDPA" in text:
         assert "FlashAttention-2" in text and "SDPBackend" in text
+
+
+def test_chapter_14_numbers_in_the_text_are_the_recorded_ones():
+    """The few numbers the prose keeps (the rest are printed from the data): each against what it was computed
+    from."""
+    nb = json.loads((ROOT / "notebooks" / "14_hopper_full_speed.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "in five interleaved rounds" in text and w.load_gluon()["rounds"] == 5
+    for stale in ("11 of the 32", "11 of 32", "18 of 32", "0.80–1.00", "30 of 32 rows and", "1.14–1.50",
+                  "within 4%", "1–22%", "one ablation"):
+        assert stale not in text, stale
+    big = sorted(r["speedup"] for r in w.gluon_ablation("balanced") if r["d"] == 128 and r["n"] == 16384)
+    assert "17% and 27%" in text and [round(100 * (x - 1)) for x in big] == [17, 27]
+    # the IO against ncu: the model's dK/dV pass, the dQ buffer, their sums and how far below ncu's
+    from flashsim.model.kernel_io import kernel_dram
+    dkdv = kernel_dram("flash_bwd", 4096, 128, 64, 128, batch=4, heads=16)["_bwd_dkdv"]
+    m, ncu = w.gluon_dram_model(), w.gluon_ncu_io()["kernels"]["gluon_bwd"]
+    assert "predicts 271 and 114 MB" in text and "134 MB each: 405 and 249 MB, 4% and 6% below" in text
+    assert (round(dkdv.dram_read_bytes / 1e6), round(dkdv.dram_write_bytes / 1e6)) == (271, 114)
+    assert (round(m["bwd_read_bytes"] / 1e6), round(m["bwd_write_bytes"] / 1e6)) == (405, 249)
+    assert round(100 * (1 - m["bwd_read_bytes"] / ncu["dram_read_bytes"])) == 4
+    assert round(100 * (1 - m["bwd_write_bytes"] / ncu["dram_write_bytes"])) == 6
+    assert "423 MB read and 263 MB written" in text
+    assert (round(ncu["dram_read_bytes"] / 1e6), round(ncu["dram_write_bytes"] / 1e6)) == (423, 263)
+    assert "bytes within 6%" in text

@@ -9,8 +9,11 @@ Two parts, as in the notebook:
   Triton), :func:`speed_headline` / :func:`speed_headline_table` (the speed grid against PyTorch SDPA's backends).
 - **What the Gluon kernel adds** (:mod:`flashsim.kernels.gluon`), from its recorded run, where cuDNN, SDPA's
   FlashAttention-2 backend, the course's Triton forward and the Gluon forward were timed one after another on the
-  same inputs: :func:`load_gluon`, :func:`gluon_speed_table` (the one table of measured numbers),
-  :func:`gluon_summary_table`, :func:`pingpong_ablation_table` and :func:`feature_table` (the ablation as measured),
+  same inputs: :func:`load_gluon` (and :func:`load_gluon_backward`), :func:`gluon_speed_table` (the one table of
+  measured numbers), :func:`gluon_summary_table`, :func:`gluon_headline` / :func:`gluon_headline_text` (the counts
+  the chapter's text gives, written from the data), :func:`gluon_misses_table`, :func:`gluon_ablation` /
+  :func:`gluon_ablation_table` / :func:`gluon_ablation_summary_table` (each switch of :data:`GLUON_ABLATIONS`, timed
+  off beside the default) and :func:`feature_table` (the ablation as measured),
   :func:`warp_roles_table` and :func:`ring_protocol_table` (the kernel's roles and barriers),
   :func:`persistent_tile_order` and :func:`warp_schedule` (its tile order, and a picture of its warp roles, from
   :mod:`flashsim.course.ch14.schedule`), :func:`gluon_io` / :func:`gluon_io_table` (the kernel view of its
@@ -39,8 +42,10 @@ from flashsim.model.attention.visibility import n_blocks, visible_col_blocks
 from flashsim.model.kernel_io import kernel_dram, kernel_io
 from flashsim.model.table import Table
 
-__all__ = ["GluonSpeedDashboard", "GLUON_KERNELS", "GLUON_KERNEL_LABELS", "load_gluon", "gluon_rows",
-           "gluon_speed_table", "gluon_summary", "gluon_summary_table", "pingpong_ablation",
+__all__ = ["GluonSpeedDashboard", "GLUON_KERNELS", "GLUON_KERNEL_LABELS", "GLUON_TARGETS", "GLUON_ABLATIONS",
+           "load_gluon", "load_gluon_backward", "gluon_rows", "gluon_speed_table", "gluon_summary",
+           "gluon_summary_table", "gluon_headline", "gluon_headline_text", "gluon_misses_table", "gluon_ablation",
+           "gluon_ablation_table", "gluon_ablation_summary", "gluon_ablation_summary_table", "pingpong_ablation",
            "pingpong_ablation_table", "feature_table", "warp_roles_table", "ring_protocol_table",
            "persistent_tile_order", "warp_schedule", "gluon_io", "gluon_io_table", "gluon_dram_model", "gluon_ncu_io",
            "measure_here",
@@ -414,24 +419,64 @@ GLUON_KERNELS = ("cudnn", "flash", "triton", "gluon")
 GLUON_KERNEL_LABELS = {"cudnn": "SDPA cuDNN", "flash": "SDPA FlashAttention-2", "triton": "course Triton",
                        "gluon": "course Gluon"}
 _GLUON = "gluon_fwd_h200"
+#: the correctness grid run in the same call as the recorded timing run (its checks, where the run has none)
+_GLUON_GRID = "gluon_grid_h200"
 _DTYPES = {"float16": "fp16", "bfloat16": "bf16", "fp16": "fp16", "bf16": "bf16"}
 #: query rows of one consumer warpgroup, and the keys per K/V tile, in every configuration of the Gluon forward
 GLUON_ROWS_PER_CONSUMER = 64
+#: the targets of the Gluon kernels against cuDNN (speed / speed): forward, backward
+GLUON_TARGETS = {"forward": 1.0, "backward": 0.9}
 
 
-def load_gluon(path=None) -> dict | None:
+def _timings(raw: dict, suffix: str) -> dict:
+    """{name: {"ms", "rounds" (each round's ms, or None), "tflops"}} of every kernel a recorded row timed: keys
+    NAME{suffix}_ms (a --bwd run's forward: suffix "_fwd"; its backward: "", the forward's keys left out)."""
+    out = {}
+    for key, value in raw.items():
+        if not key.endswith(f"{suffix}_ms") or not isinstance(value, (int, float)) or key.endswith("_rounds_ms"):
+            continue
+        name = key[:-len(f"{suffix}_ms")]
+        if not name or (not suffix and name.endswith("_fwd")):
+            continue
+        rounds = raw.get(f"{name}{suffix}_rounds_ms")
+        out[name] = {"ms": float(value), "rounds": list(rounds) if isinstance(rounds, list) else None,
+                     "tflops": raw.get(f"{name}{suffix}_tflops")}
+    return out
+
+
+def _normalise_row(raw: dict, suffix: str, pre: str, kernels) -> dict:
+    timed = _timings(raw, suffix)
+    return {"dtype": _DTYPES.get(raw["dtype"], raw["dtype"]), "d": int(raw["d"]), "causal": bool(raw["causal"]),
+            "n": int(raw["N"]), "batch": int(raw["B"]), "heads": int(raw["H"]),
+            "correct": bool(raw.get(f"{pre}correct")), "err": raw.get(f"{pre}err"),
+            "err_torch": raw.get(f"{pre}err_torch"),
+            "ms": {k: timed[k]["ms"] for k in kernels if k in timed},
+            "tflops": {k: float(timed[k]["tflops"]) for k in kernels if k in timed
+                       and isinstance(timed[k]["tflops"], (int, float))},
+            "timed": timed}
+
+
+def load_gluon(path=None, grid=None) -> dict | None:
     """The Gluon forward's recorded run (``gluon_fwd_h200``), or a JSON file of the same kind (a learner's own run
     of ``benchmarks/gluon_validate.py``), normalised (chapter 14). Both kinds of run are read: the forward's own
     (``gluon_validate.py``: row keys ``cudnn_ms``, ...) and the forward timed beside the backward on the same inputs
-    (``gluon_validate.py --bwd``: row keys ``cudnn_fwd_ms``, ..., ``fwd_correct``).
+    (``gluon_validate.py --bwd``: row keys ``cudnn_fwd_ms``, ..., ``fwd_correct``). A run timed in interleaved
+    rounds (``--rounds``) keeps each round's times: every ratio of the chapter is then the median of the per-round
+    ratios, as the run computed its own.
 
-    Returns {"source", "device", "sms", "versions", "checks": {"passed", "total" (the forward's correctness cases),
-    "not_run" (other checks that raised before a verdict)}, "configs": {(d, causal): {"NC",
-    "BLOCK_N", "STAGES", "CONSUMER_REGS", "PINGPONG"}}, "rows": [...]}; each row {"dtype" ("fp16" | "bf16"), "d",
-    "causal", "n", "batch", "heads", "correct", "err", "err_torch", "ms": {kernel: ms}, "tflops": {kernel: TFLOP/s},
-    "no_pingpong_ms", "no_pingpong_tflops" (None where not timed), "pingpong" (whether the row's configuration had
-    ping-pong on: the run's configurations and their overrides by N; None where the run does not say)} with kernels
-    :data:`GLUON_KERNELS`. None (said why) for an unusable `path`.
+    The correctness cases come from the run's ``checks``; where it has none (``--grid none``) from `grid` (a JSON
+    file of a ``--no-timing`` grid run), or for the recorded run from the grid run beside it (``gluon_grid_h200``).
+
+    Returns {"source", "device", "sms", "versions", "rounds" (timing rounds per row, or None), "checks": {"passed",
+    "total" (the forward's correctness cases), "bwd_passed", "bwd_total" (the backward's), "not_run" (other checks
+    that raised before a verdict)}, "configs": {(d, causal): {"NC", "BLOCK_N", "STAGES", "CONSUMER_REGS",
+    "PINGPONG", ...}}, "rows": [...]}; each row {"dtype" ("fp16" | "bf16"), "d", "causal", "n", "batch", "heads",
+    "correct", "err", "err_torch", "ms": {kernel: ms}, "tflops": {kernel: TFLOP/s}, "timed": {name: {"ms",
+    "rounds", "tflops"}} (every kernel the row timed: :data:`GLUON_KERNELS`, ``gluon_no_pingpong``,
+    ``gluon_committed`` (a feature switched off, ``--fwd-beside``)), "no_pingpong_ms", "no_pingpong_tflops" (None
+    where not timed), "pingpong" (whether the row's configuration had ping-pong on: the run's configurations and
+    their overrides by N; None where the run does not say), "config", "beside_config" (the configuration timed as
+    ``gluon_committed``, or None)}. None (said why) for an unusable `path`.
     """
     found = _read(path, _GLUON, "rows")
     if found is None:
@@ -445,27 +490,51 @@ def load_gluon(path=None) -> dict | None:
         pre = "fwd_" if fx else ""                                  # ... and its checks start with fwd_
         if any(not isinstance(r.get(f"{k}{fx}_ms"), (int, float)) for k in GLUON_KERNELS):
             continue
-        rows.append({"dtype": _DTYPES.get(r["dtype"], r["dtype"]), "d": int(r["d"]), "causal": bool(r["causal"]),
-                     "n": int(r["N"]), "batch": int(r["B"]), "heads": int(r["H"]),
-                     "correct": bool(r.get(f"{pre}correct")), "err": r.get(f"{pre}err"),
-                     "err_torch": r.get(f"{pre}err_torch"),
-                     "ms": {k: float(r[f"{k}{fx}_ms"]) for k in GLUON_KERNELS},
-                     "tflops": {k: float(r[f"{k}{fx}_tflops"]) for k in GLUON_KERNELS},
-                     "no_pingpong_ms": r.get(f"gluon_no_pingpong{fx}_ms"),
-                     "no_pingpong_tflops": r.get(f"gluon_no_pingpong{fx}_tflops")})
+        row = _normalise_row(r, fx, pre, GLUON_KERNELS)
+        off = row["timed"].get("gluon_no_pingpong", {})
+        row.update(no_pingpong_ms=off.get("ms"), no_pingpong_tflops=off.get("tflops"),
+                   config=dict(r.get(f"{pre}config") or {}), beside_config=r.get(f"{pre}committed_config"))
+        rows.append(row)
     configs = {key: dict(cfg) for key, cfg in _by_config_key(data.get("configs")).items()}
     by_n = {key: [tuple(x) for x in ranges] for key, ranges in _by_config_key(data.get("configs_by_n")).items()}
     for r in rows:
         r["pingpong"] = _recorded_pingpong(configs, by_n, r["d"], r["causal"], r["n"])
     checks = [c for c in data.get("checks") or [] if isinstance(c, dict)]
+    if not checks:
+        beside = _read(grid, _GLUON_GRID, "checks") if grid is not None or path is None else None
+        checks = [c for c in (beside[1].get("checks") if beside else None) or [] if isinstance(c, dict)]
     # the forward's correctness cases (a --bwd run marks each case "fwd" or "bwd")
     forward = [c for c in checks if "N" in c and c.get("what", "fwd") == "fwd"]
+    backward = [c for c in checks if "N" in c and c.get("what") == "bwd"]
     not_run = [c for c in checks if "N" not in c and c.get("error")]     # checks that raised before a verdict
     versions = dict(data.get("versions") or {})
     return {"source": source, "device": versions.get("gpu"), "sms": versions.get("sms"), "versions": versions,
+            "rounds": data.get("rounds"),
             "checks": {"passed": sum(bool(c.get("ok")) for c in forward), "total": len(forward),
+                       "bwd_passed": sum(bool(c.get("ok")) for c in backward), "bwd_total": len(backward),
                        "not_run": len(not_run)},
             "configs": configs, "rows": rows}
+
+
+def load_gluon_backward(path=None, recorded: str = "gluon_bwd_h200") -> dict | None:
+    """The backward of a Gluon ``--bwd`` run (chapter 14): the recorded ``gluon_bwd_h200`` by default, another
+    recorded run by name (`recorded`, e.g. ``gluon_bwd_block_h200``), or a JSON file of the same kind (`path`).
+
+    Returns {"source", "device", "rounds", "configs": {(d, causal): the backward's configuration}, "rows": [{"dtype",
+    "d", "causal", "n", "batch", "heads", "correct", "err", "err_torch", "ms", "tflops" (the kernels of
+    :data:`GLUON_KERNELS` the row timed: the Triton backward only where it was), "timed" (every kernel timed,
+    e.g. ``gluon_committed_full``: another configuration through the whole ``flash_backward`` path)}]}; None (said
+    why) for an unusable `path`."""
+    found = _read(path, recorded, "rows")
+    if found is None:
+        return None
+    source, data = found
+    rows = [_normalise_row(r, "", "", GLUON_KERNELS) for r in data["rows"] if isinstance(r, dict)
+            and all(isinstance(r.get(f"{k}_ms"), (int, float)) for k in ("cudnn", "gluon"))]
+    versions = dict(data.get("versions") or {})
+    return {"source": source, "device": versions.get("gpu"), "rounds": data.get("rounds"),
+            "configs": {key: dict(cfg) for key, cfg in _by_config_key(data.get("bwd_configs")).items()},
+            "rows": rows}
 
 
 def _by_config_key(table) -> dict:
@@ -495,29 +564,48 @@ def gluon_rows(results=None, dtype: str | None = None, d: int | None = None, cau
             and (d is None or r["d"] == d) and (causal is None or r["causal"] == bool(causal))]
 
 
-def _ratio(r: dict, a: str, b: str) -> float:
-    """Speed of kernel `a` / speed of kernel `b` in row `r` (= b's ms / a's ms)."""
-    return r["ms"][b] / r["ms"][a]
+def _time_ratios(r: dict, num: str, den: str) -> list:
+    """num's time / den's time in row `r`, per timing round where both were timed in rounds, else the one ratio
+    of their times ([] where the row did not time both)."""
+    timed = r.get("timed") or {k: {"ms": ms, "rounds": None} for k, ms in r["ms"].items()}
+    a, b = timed.get(num), timed.get(den)
+    if not a or not b:
+        return []
+    rounds = [x / y for x, y in zip(a["rounds"] or (), b["rounds"] or ()) if x is not None and y is not None]
+    return rounds or [a["ms"] / b["ms"]]
+
+
+def _ratio(r: dict, a: str, b: str) -> float | None:
+    """Speed of kernel `a` / speed of kernel `b` in row `r` (b's time / a's): the median over the row's timing
+    rounds of the per-round ratio, as the run computed its own (one ratio of median times in a run without
+    rounds); None where the row did not time both."""
+    ratios = _time_ratios(r, b, a)
+    return statistics.median(ratios) if ratios else None
 
 
 def gluon_speed_table(results=None, dtype: str | None = None, d: int | None = None, causal: bool | None = None):
     """THE table of measured forward speeds (chapter 14): per row of the Gluon run, TFLOP/s of cuDNN and
     FlashAttention-2 (both through PyTorch SDPA, each backend forced), the course's Triton forward and its Gluon
-    forward, all timed one after another on the same inputs, and the speed ratios. None when there is nothing."""
+    forward, all timed on the same inputs (in interleaved rounds where the run has them), and the speed ratios,
+    with the range of Gluon/cuDNN over the rounds. None when there is nothing."""
     results = load_gluon() if results is None else results
     rows = gluon_rows(results, dtype, d, causal)
     if not rows:
         return None
     body = [[r["dtype"], r["d"], "yes" if r["causal"] else "no", r["n"], f"{r['batch']}×{r['heads']}"]
             + [round(r["tflops"][k]) for k in GLUON_KERNELS]
-            + [round(_ratio(r, "gluon", "cudnn"), 2), round(_ratio(r, "gluon", "flash"), 2),
-               round(_ratio(r, "gluon", "triton"), 2), round(_ratio(r, "triton", "cudnn"), 2),
-               "yes" if _ratio(r, "gluon", "cudnn") >= 1.0 else "no"] for r in rows]
+            + [round(_ratio(r, "gluon", "cudnn"), 2), _span(_time_ratios(r, "cudnn", "gluon")),
+               round(_ratio(r, "gluon", "flash"), 2), round(_ratio(r, "gluon", "triton"), 2),
+               round(_ratio(r, "triton", "cudnn"), 2), "yes" if _ratio(r, "gluon", "cudnn") >= 1.0 else "no"]
+            for r in rows]
     header = (["dtype", "d", "causal", "N", "B×H"] + [f"{GLUON_KERNEL_LABELS[k]} TFLOP/s" for k in GLUON_KERNELS]
-              + ["Gluon/cuDNN", "Gluon/FA-2", "Gluon/Triton", "Triton/cuDNN", "Gluon >= cuDNN"])
+              + ["Gluon/cuDNN", "its rounds", "Gluon/FA-2", "Gluon/Triton", "Triton/cuDNN", "Gluon >= cuDNN"])
+    rounds = results.get("rounds")
+    how = (f"{rounds} interleaved rounds per row, each kernel once per round; ratios: the median of the per-round "
+           f"ratios" if rounds else "ratios of the median times")
     return Table(header, body,
-                 f"Forward, {results['device'] or 'GPU'}, one run, every kernel timed on the same inputs (median of "
-                 f"do_bench; FLOPs 4·B·H·N²·d, half of it causal); ratios: speed / speed "
+                 f"Forward, {results['device'] or 'GPU'}, one run, every kernel timed on the same inputs (do_bench; "
+                 f"{how}; FLOPs 4·B·H·N²·d, half of it causal); ratios: speed / speed "
                  f"({_recorded_label(results['source'])})")
 
 
@@ -536,7 +624,8 @@ def gluon_summary(results=None) -> list[dict]:
                   (("gluon", "cudnn"), ("gluon", "flash"), ("gluon", "triton"), ("triton", "cudnn"),
                    ("triton", "flash"))}
         out.append({"d": d, "causal": causal, "rows": len(rows),
-                    "met": sum(x >= 1.0 for x in ratios[("gluon", "cudnn")]), "ratios": ratios})
+                    "met": sum(x >= GLUON_TARGETS["forward"] for x in ratios[("gluon", "cudnn")]),
+                    "ratios": ratios})
     return out
 
 
@@ -557,51 +646,269 @@ def gluon_summary_table(results=None):
                  f"{results['device'] or 'GPU'}, the same run as the full table ({_recorded_label(results['source'])})")
 
 
-def pingpong_ablation(results=None) -> list[dict]:
-    """The one ablation that was measured (chapter 14): the Gluon forward with ping-pong off, timed in the same run
-    as the default. Per row that has it, and whose configuration had ping-pong on (where it was already off, the
-    two timings are of one kernel): {"dtype", "d", "causal", "n", "on_ms", "off_ms", "change" (speed off /
-    speed on - 1: > 0 means faster without ping-pong)}."""
+def _counts(rows: list, a: str, b: str, target: float) -> dict:
+    """Over `rows` that timed both: how many, how many with speed a / speed b >= target (median over rounds), in
+    every round and in none, and the median's range."""
+    rows = [r for r in rows if _time_ratios(r, b, a)]
+    med = [_ratio(r, a, b) for r in rows]
+    per = [_time_ratios(r, b, a) for r in rows]                           # speed a / speed b, per round
+    return {"rows": len(rows), "met": sum(x >= target for x in med),
+            "every_round": sum(min(p) >= target for p in per), "no_round": sum(max(p) < target for p in per),
+            "min": min(med) if med else None, "max": max(med) if med else None}
+
+
+def gluon_headline(results=None, backward=None) -> dict:
+    """The counts the chapter's text gives, from the Gluon run (`results`, default :func:`load_gluon`) and its
+    backward (`backward`, default :func:`load_gluon_backward`): {"forward": {"vs_cudnn", "vs_triton", "vs_flash",
+    "triton_vs_cudnn", "triton_vs_flash"}, "backward": {"vs_cudnn", "vs_triton", "vs_flash"}, "targets", "rounds"};
+    each entry {"rows", "met" (rows at the target: the forward's 1.0x and backward's 0.9x against cuDNN, 1.0x
+    against the others), "every_round", "no_round", "min", "max"} (:func:`_counts`). {} when there is nothing."""
+    results = load_gluon() if results is None else results
+    backward = load_gluon_backward() if backward is None else backward
+    if not results or not results["rows"]:
+        return {}
+    fwd, bwd = results["rows"], (backward or {}).get("rows") or []
+    tf, tb = GLUON_TARGETS["forward"], GLUON_TARGETS["backward"]
+    return {"targets": dict(GLUON_TARGETS), "rounds": results.get("rounds"),
+            "forward": {"vs_cudnn": _counts(fwd, "gluon", "cudnn", tf),
+                        "vs_triton": _counts(fwd, "gluon", "triton", 1), "vs_flash": _counts(fwd, "gluon", "flash", 1),
+                        "triton_vs_cudnn": _counts(fwd, "triton", "cudnn", 1),
+                        "triton_vs_flash": _counts(fwd, "triton", "flash", 1)},
+            "backward": {"vs_cudnn": _counts(bwd, "gluon", "cudnn", tb),
+                         "vs_triton": _counts(bwd, "gluon", "triton", 1),
+                         "vs_flash": _counts(bwd, "gluon", "flash", 1)}}
+
+
+def _x(v) -> str:
+    return f"{v:.2f}×"
+
+
+def gluon_headline_text(part: str = "forward", headline=None) -> str:
+    """The chapter's sentences with numbers in them, written from :func:`gluon_headline` so that they say what the
+    recorded run says (chapter 14): ``part`` "forward" (the overview), "backward", "misses" or "takeaway"."""
+    h = gluon_headline() if headline is None else headline
+    if not h:
+        return "no Gluon run to summarise"
+    f, b = h["forward"], h["backward"]
+    g, t = f["vs_cudnn"], f["triton_vs_cudnn"]
+    rounds = (f" (median of {h['rounds']} interleaved rounds; in every round in {g['every_round']} of them, in no "
+              f"round in {g['no_round']})" if h.get("rounds") else "")
+    if part == "forward":
+        return (f"Triton against cuDNN: at least as fast in {t['met']} of the {t['rows']} rows, "
+                f"{_x(t['min'])}–{_x(t['max'])}; against FlashAttention-2 {_x(f['triton_vs_flash']['min'])} or "
+                f"more in every row.\n"
+                f"Gluon against cuDNN: at least as fast in {g['met']} of the {g['rows']} rows{rounds}, "
+                f"{_x(g['min'])}–{_x(g['max'])}, so within {1 - g['min']:.0%} in every row; against "
+                f"FlashAttention-2 {_x(f['vs_flash']['min'])} or more; faster than the Triton kernel in "
+                f"{f['vs_triton']['met']} of {f['vs_triton']['rows']} rows ({_x(f['vs_triton']['min'])}–"
+                f"{_x(f['vs_triton']['max'])}).")
+    if part == "backward":
+        c, tr = b["vs_cudnn"], b["vs_triton"]
+        if not c["rows"]:
+            return "no backward rows in this run"
+        return (f"Gluon backward against cuDNN's: {_x(c['min'])}–{_x(c['max'])}, at least "
+                f"{h['targets']['backward']}× (the target) in {c['met']} of the {c['rows']} rows; against "
+                f"FlashAttention-2's {_x(b['vs_flash']['min'])} or more; against the course's Triton backward "
+                f"{_x(tr['min'])}–{_x(tr['max'])} in the {tr['rows']} rows where both were timed.")
+    if part == "misses":
+        return (f"At least as fast as cuDNN in {g['met']} of the {g['rows']} rows{rounds}; "
+                f"{g['rows'] - g['met']} rows miss, the table below lists them.")
+    if part == "takeaway":
+        c = b["vs_cudnn"]
+        return (f"Forward: faster than the Triton kernel in {f['vs_triton']['met']} of {f['vs_triton']['rows']} "
+                f"rows, at least as fast as cuDNN in {g['met']} of {g['rows']} ({_x(g['min'])}–{_x(g['max'])}). "
+                f"Backward: {_x(c['min'])}–{_x(c['max'])} cuDNN's, {h['targets']['backward']}× or more in "
+                f"{c['met']} of {c['rows']} rows.")
+    raise FlashsimError(f"part={part!r}: one of 'forward', 'backward', 'misses', 'takeaway'")
+
+
+def gluon_misses_table(results=None):
+    """The rows where the Gluon forward is slower than cuDNN (chapter 14): its ratio (median over rounds), the
+    rounds' range, and the configuration's ping-pong. None when there is none (or nothing)."""
+    results = load_gluon() if results is None else results
+    rows = [r for r in gluon_rows(results) if _ratio(r, "gluon", "cudnn") < GLUON_TARGETS["forward"]]
+    if not rows:
+        return None
+    return Table(["dtype", "d", "causal", "N", "Gluon/cuDNN", "its rounds", "ping-pong"],
+                 [[r["dtype"], r["d"], "yes" if r["causal"] else "no", r["n"], round(_ratio(r, "gluon", "cudnn"), 3),
+                   _span(_time_ratios(r, "cudnn", "gluon")),
+                   {True: "on", False: "off", None: "—"}[r["pingpong"]]] for r in rows],
+                 f"The {len(rows)} rows where the Gluon forward is slower than cuDNN "
+                 f"({_recorded_label(results['source'])})")
+
+
+# --- the ablation: each switch that was measured, timed beside the default in one run --------------------------
+
+#: every switch of the Gluon kernels that a recorded run timed beside the default: name -> {"feature", "pass"
+#: ("forward" | "backward"), "recorded" (the run, by its recorded name), "on" / "off" (the timed kernels' names in
+#: its rows), "off_label" (what runs instead), "keep" (which rows measure it: (row, run) -> bool)}
+GLUON_ABLATIONS = {
+    "pingpong": {
+        "feature": "ping-pong between consumers", "pass": "forward", "recorded": _GLUON,
+        "on": "gluon", "off": "gluon_no_pingpong", "off_label": "ping-pong off",
+        # where the configuration has it off already, the two timings are of one kernel
+        "keep": lambda r, run: r.get("pingpong") is not False},
+    "balanced": {
+        "feature": "balanced tile lists (causal tiles dealt to CTAs longest first)", "pass": "forward",
+        "recorded": _GLUON, "on": "gluon", "off": "gluon_committed", "off_label": "the fixed stride",
+        "keep": lambda r, run: (bool((r.get("config") or {}).get("BALANCED"))
+                                and (r.get("beside_config") or {}).get("BALANCED") is False)},
+    "bwd_block": {
+        "feature": "128-row query blocks at d=64", "pass": "backward", "recorded": "gluon_bwd_block_h200",
+        "on": "gluon", "off": "gluon_committed_full", "off_label": "64-row blocks",
+        "keep": lambda r, run: r["d"] == 64 and run["configs"].get((64, r["causal"]), {}).get("BLOCK_M") == 128},
+    "lse_smem": {
+        "feature": "L and δ through shared memory", "pass": "backward",
+        "recorded": "gluon_bwd_lse_smem_h200", "on": "gluon", "off": "gluon_committed_full",
+        "off_label": "L and δ loaded per block",
+        "keep": lambda r, run: run["configs"].get((r["d"], r["causal"]), {}).get("LSE_SMEM") is True},
+}
+
+
+def _ablation_spec(name: str) -> dict:
+    if name not in GLUON_ABLATIONS:
+        raise FlashsimError(f"no ablation {name!r}: the recorded runs measured {', '.join(GLUON_ABLATIONS)}")
+    return GLUON_ABLATIONS[name]
+
+
+def _ablation_run(name: str, results=None):
+    spec = _ablation_spec(name)
+    if results is not None:
+        return results
+    if spec["pass"] == "forward":
+        return load_gluon()
+    return load_gluon_backward(recorded=spec["recorded"])
+
+
+def gluon_ablation(name: str, results=None) -> list[dict]:
+    """One switch of the Gluon kernels, as measured (chapter 14): the kernel with feature `name` of
+    :data:`GLUON_ABLATIONS` switched off, timed beside the default in the same run (`results`: that run, as
+    :func:`load_gluon` or :func:`load_gluon_backward` reads it; default its recorded run). Per row that measures
+    it: {"dtype", "d", "causal", "n", "on_ms", "off_ms", "speedup" (time off / time on, the median over the row's
+    rounds: > 1 means the feature makes the kernel faster), "rounds_min", "rounds_max" (that ratio's range over the
+    rounds; None in a run without rounds), "change" (speed off / speed on - 1: > 0 means faster without it)}. []
+    for a run without such rows."""
+    spec = _ablation_spec(name)
+    run = _ablation_run(name, results)
     out = []
-    for r in gluon_rows(results):
-        if isinstance(r["no_pingpong_ms"], (int, float)) and r.get("pingpong") is not False:
-            out.append({"dtype": r["dtype"], "d": r["d"], "causal": r["causal"], "n": r["n"],
-                        "on_ms": r["ms"]["gluon"], "off_ms": float(r["no_pingpong_ms"]),
-                        "change": r["ms"]["gluon"] / float(r["no_pingpong_ms"]) - 1})
+    for r in (run or {}).get("rows") or []:
+        per = _time_ratios(r, spec["off"], spec["on"])
+        if not per or not spec["keep"](r, run):
+            continue
+        speedup = statistics.median(per)
+        rounds = len(per) > 1                                  # a run without rounds: one ratio, no range
+        out.append({"dtype": r["dtype"], "d": r["d"], "causal": r["causal"], "n": r["n"],
+                    "on_ms": r["timed"][spec["on"]]["ms"], "off_ms": r["timed"][spec["off"]]["ms"],
+                    "speedup": speedup, "rounds_min": min(per) if rounds else None,
+                    "rounds_max": max(per) if rounds else None, "change": 1 / speedup - 1})
     return out
+
+
+def gluon_ablation_table(name: str, results=None):
+    """:func:`gluon_ablation` as a :class:`flashsim.course.Table` (chapter 14); None when there is nothing."""
+    spec = _ablation_spec(name)
+    run = _ablation_run(name, results)
+    rows = gluon_ablation(name, run)
+    if not rows:
+        return None
+    rounds = run.get("rounds")
+    return Table(["dtype", "d", "causal", "N", "default ms", f"{spec['off_label']} ms", "time off / on",
+                  "its rounds", "speed change off"],
+                 [[r["dtype"], r["d"], "yes" if r["causal"] else "no", r["n"], round(r["on_ms"], 3),
+                   round(r["off_ms"], 3), round(r["speedup"], 3), _span([r["rounds_min"], r["rounds_max"]]),
+                   f"{r['change']:+.1%}"] for r in rows],
+                 f"The Gluon {spec['pass']} with {spec['feature']} switched off ({spec['off_label']}), timed beside "
+                 f"the default in the same run{f', {rounds} interleaved rounds' if rounds else ''} ({len(rows)} rows; "
+                 f"{_recorded_label(run['source'])})")
+
+
+def gluon_ablation_summary(runs=None) -> list[dict]:
+    """Every measured switch in one list (chapter 14): {"name", "feature", "pass", "rows", "rounds" (timing rounds
+    per row, None: one timing), "faster_with" (rows where the feature makes the kernel faster, median over the
+    rounds), "faster_every_round", "slower_every_round" (rows where it does so, or the opposite, in every round:
+    None without rounds), "min", "median", "max" (of time off / time on), "change_min", "change_max" (speed off /
+    speed on - 1)}; `runs`: {name: run} to read instead of the recorded runs. A switch with no rows is left out."""
+    out = []
+    for name, spec in GLUON_ABLATIONS.items():
+        run = _ablation_run(name, (runs or {}).get(name))
+        rows = gluon_ablation(name, run)
+        if not rows:
+            continue
+        s = [r["speedup"] for r in rows]
+        c = [r["change"] for r in rows]
+        rounds = all(r["rounds_min"] is not None for r in rows)
+        out.append({"name": name, "feature": spec["feature"], "pass": spec["pass"], "rows": len(rows),
+                    "rounds": run.get("rounds") if rounds else None, "faster_with": sum(x > 1 for x in s),
+                    "faster_every_round": sum(r["rounds_min"] > 1 for r in rows) if rounds else None,
+                    "slower_every_round": sum(r["rounds_max"] < 1 for r in rows) if rounds else None,
+                    "min": min(s), "median": statistics.median(s), "max": max(s),
+                    "change_min": min(c), "change_max": max(c)})
+    return out
+
+
+def gluon_ablation_summary_table(runs=None):
+    """:func:`gluon_ablation_summary` as a :class:`flashsim.course.Table` (chapter 14); None when nothing was
+    measured."""
+    summary = gluon_ablation_summary(runs)
+    if not summary:
+        return None
+    def every(k, s):
+        return "— (one timing per row)" if s[k] is None else f"{s[k]}/{s['rows']}"
+
+    return Table(["feature", "pass", "rows", "faster with it", "... in every round", "slower in every round",
+                  "time off / on: min", "median", "max"],
+                 [[s["feature"], s["pass"], s["rows"], f"{s['faster_with']}/{s['rows']}",
+                   every("faster_every_round", s), every("slower_every_round", s), round(s["min"], 3),
+                   round(s["median"], 3), round(s["max"], 3)] for s in summary],
+                 "Each switch of the Gluon kernels timed off beside the default on the same inputs, in one run per "
+                 "switch (time off / time on per row, the median over its rounds: > 1 means the feature makes the "
+                 "kernel faster; recorded)")
+
+
+def pingpong_ablation(results=None) -> list[dict]:
+    """The Gluon forward with ping-pong off, timed in the same run as the default (chapter 14):
+    :func:`gluon_ablation` ``("pingpong")``. Rows whose configuration already had ping-pong off are left out (the
+    two timings are of one kernel)."""
+    return gluon_ablation("pingpong", load_gluon() if results is None else results)
 
 
 def pingpong_ablation_table(results=None):
     """:func:`pingpong_ablation` as a :class:`flashsim.course.Table` (chapter 14); None when there is nothing."""
-    results = load_gluon() if results is None else results
-    rows = pingpong_ablation(results)
-    if not rows:
-        return None
-    return Table(["dtype", "d", "causal", "N", "ping-pong on ms", "ping-pong off ms", "speed change off"],
-                 [[r["dtype"], r["d"], "yes" if r["causal"] else "no", r["n"], round(r["on_ms"], 3),
-                   round(r["off_ms"], 3), f"{r['change']:+.1%}"] for r in rows],
-                 f"The Gluon forward with ping-pong switched off, timed in the same run as the default "
-                 f"({len(rows)} rows; {_recorded_label(results['source'])})")
+    return gluon_ablation_table("pingpong", load_gluon() if results is None else results)
 
 
-def feature_table(results=None):
+def _measured(summary: list, name: str, fallback: str) -> str:
+    s = next((x for x in summary if x["name"] == name), None)
+    if s is None:
+        return fallback
+    return (f"measured in {s['rows']} rows: {s['change_min']:+.0%} to {s['change_max']:+.0%} speed without it "
+            f"(faster with it in {s['faster_with']})")
+
+
+def feature_table(results=None, runs=None):
     """Each Hopper feature of the chapter (chapter 14): which kernel has it, and what switching it off cost where
-    that was measured. Only ping-pong was switched off in the recorded run; every other entry says so."""
-    results = load_gluon() if results is None else results
-    pp = pingpong_ablation(results)
-    changes = [r["change"] for r in pp]
-    pp_text = (f"measured in {len(pp)} rows: {min(changes):+.0%} to {max(changes):+.0%} speed without it"
-               if pp else "not measured")
+    a recorded run measured that (:func:`gluon_ablation_summary`; `results`: the forward run to read for the
+    forward's switches, `runs`: {ablation name: run} for any of them); every other entry says so."""
+    runs = dict(runs or {})
+    if results is not None:
+        runs.update({k: results for k, spec in GLUON_ABLATIONS.items() if spec["pass"] == "forward" and k not in runs})
+    s = gluon_ablation_summary(runs)
     rows = [
         ["tuned launch configurations", "yes", "yes (per d and mask)", "measured in the tuning sweeps (section 1)"],
         ["software pipelining (num_stages)", "yes (the compiler's)", "explicit: the K/V ring", "sweeps (section 2)"],
         ["TMA copies", "yes (tensor descriptors)", "yes (the producer warp)", "sweeps (section 3)"],
         ["exp2 with the scale in one FMA", "yes", "yes", "not measured on its own"],
-        ["longest first (causal)", "yes (reversed grid)", "yes (inside each head group)", "not measured on its own"],
+        ["longest first (causal)", "yes (reversed grid)", "yes: balanced tile lists, dealt longest first",
+         _measured(s, "balanced", "not measured on its own")],
         ["producer warp + consumer warpgroups", "no", "yes", "not measured (the kernel is built on it)"],
-        ["ping-pong between consumers", "no (a Triton try: section 6)", "yes", pp_text],
+        ["ping-pong between consumers", "no (a Triton try: section 6)", "yes",
+         _measured(s, "pingpong", "not measured")],
         ["softmax overlapped with the next matmul", "no (a Triton try was slower)", "yes", "not measured"],
         ["persistent grid, L2-sized head groups", "no (a Triton try was slower)", "yes", "not measured in this run"],
+        ["backward: L and δ through shared memory", "no (loaded per block)", "yes (copied with Q and dO)",
+         _measured(s, "lse_smem", "not measured")],
+        ["backward: 128-row query blocks at d=64", "its own tuned blocks", "yes",
+         _measured(s, "bwd_block", "not measured")],
     ]
     return Table(["feature", "course Triton kernel", "course Gluon kernel", "switched off, cost"], rows,
                  "What each kernel uses, and what the recorded runs measured of it")
