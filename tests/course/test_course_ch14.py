@@ -173,6 +173,8 @@ def test_gluon_run_is_recorded_and_read_exactly():
     assert raw["checks"] == [] and g["checks"] == {"passed": 40, "total": 40, "bwd_passed": 40, "bwd_total": 40,
                                                     "not_run": 0}
     assert w.load_gluon(GLUON)["checks"]["total"] == 0          # a file without checks and no grid: none
+    assert w.load_gluon(GLUON, grid=ROOT / result_source("gluon_grid_h200"))["checks"] == g["checks"]
+    assert all(r["correct"] for r in w.load_gluon_backward()["rows"])   # "every timed row checked on its own inputs"
     assert g["configs"][(64, False)]["NC"] == 3 and g["configs"][(128, True)]["BLOCK_N"] == 128
     # ping-pong as each row's configuration had it (the overrides by N included)
     on = {(r["d"], r["causal"], r["n"]): r["pingpong"] for r in g["rows"] if r["dtype"] == "fp16"}
@@ -412,8 +414,11 @@ def test_speed_dashboard_and_plot():
     assert "0/4 rows" in dash.readout()
     dash.update(dtype="bf16", d=128, causal=False)
     assert "course Gluon, ping-pong off" not in dash.plot_args()["series"]    # not timed in bf16
+    assert "course Gluon, balanced lists off" not in dash.plot_args()["series"]    # causal rows only
     dash.update(dtype="fp16", d=64, causal=True)
     assert "course Gluon, ping-pong off" in dash.plot_args()["series"]
+    stride = dash.plot_args()["series"]["course Gluon, balanced lists off"]
+    assert stride == [r["timed"]["gluon_committed"]["tflops"] for r in dash.current]
     with pytest.raises(FlashsimError):
         dash.update(d=96)
     assert dash.figure() is not None

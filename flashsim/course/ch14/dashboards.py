@@ -1031,7 +1031,7 @@ def gluon_io_table(n: int, d: int, causal: bool = False, batch: int = 1, heads: 
 class GluonSpeedDashboard(Dashboard):
     """The recorded forward speeds against N for one dtype, head dim and mask (chapter 14): cuDNN and
     FlashAttention-2 (SDPA's backends), the course's Triton and Gluon kernels, and the Gluon kernel with ping-pong
-    off where it was timed. ``update(dtype=..., d=..., causal=...)``; ``current`` holds the rows shown."""
+    off, and with its balanced tile lists off, where that was timed. ``update(dtype=..., d=..., causal=...)``; ``current`` holds the rows shown."""
 
     plot = GluonSpeedPlot
     layout = (("dtype", "d", "causal"),)
@@ -1079,6 +1079,11 @@ class GluonSpeedDashboard(Dashboard):
         off = [r["no_pingpong_tflops"] for r in rows]
         if any(isinstance(x, (int, float)) for x in off):
             series["course Gluon, ping-pong off"] = off
+        keep = GLUON_ABLATIONS["balanced"]["keep"]
+        stride = [(r["timed"].get("gluon_committed") or {}).get("tflops") if keep(r, self.results) else None
+                  for r in rows]
+        if any(isinstance(x, (int, float)) for x in stride):
+            series["course Gluon, balanced lists off"] = stride
         return {"ns": [r["n"] for r in rows], "series": series,
                 "title": f"{self.results['device'] or 'GPU'}: forward, {self.dtype}, d={self.d}, "
                          f"{'causal' if self.causal else 'non-causal'}, B·N = {rows[0]['batch'] * rows[0]['n']:,}"

@@ -16,7 +16,8 @@ __all__ = ["plot_gluon_speed", "plot_gluon_backward", "gluon_backward_rows", "pl
 _KIND_COLORS = {"load": "#9467bd", "qk": "#1f77b4", "pv": "#2ca02c", "softmax": "#ff7f0e"}
 _SERIES_STYLE = {"SDPA cuDNN": ("#7f7f7f", "-", "s"), "SDPA FlashAttention-2": ("#bcbd22", "-", "v"),
                  "course Triton": ("#1f77b4", "-", "o"), "course Gluon": ("#d62728", "-", "D"),
-                 "course Gluon, ping-pong off": ("#d62728", ":", "x")}
+                 "course Gluon, ping-pong off": ("#d62728", ":", "x"),
+                 "course Gluon, balanced lists off": ("#d62728", "--", "+")}
 
 
 def _empty(fig, text: str):
