@@ -877,6 +877,27 @@ def summarize(result: dict) -> dict:
     return out
 
 
+def _config_key(cfg: dict) -> str:
+    return json.dumps({k: v for k, v in cfg.items() if k != "set"}, sort_keys=True)
+
+
+def merge(results: list) -> dict:
+    """One sweep from several runs (each as re-compared with the current model where it was, else as judged when
+    it ran): a configuration measured in a later run replaces its rows of an earlier one (keyed by everything but
+    its set's name), so the summary counts each configuration once, at its newest measurement.
+    Returns {"sources": [...], "rows": [...], "summary": :func:`summarize` of them, "replaced": count}."""
+    rows, replaced = {}, 0
+    for res in results:
+        for r in (res.get("recompared") or res)["rows"]:
+            if "config" not in r:
+                continue
+            key = _config_key(r["config"])
+            replaced += key in rows
+            rows[key] = r
+    merged = {"rows": list(rows.values())}
+    return {"rows": merged["rows"], "summary": summarize(merged), "replaced": replaced}
+
+
 def _mb(x):
     return "—" if x is None else f"{x / MIB:.2f}"
 
@@ -1045,6 +1066,8 @@ def main(argv=None) -> int:
                     "(no GPU); rewrites it and its markdown, or writes --recompare-out")
     ap.add_argument("--recompare-out", help="with --recompare: the JSON to write instead (its markdown beside it)")
     ap.add_argument("--note", default="", help="with --recompare: one line saying what changed since the run")
+    ap.add_argument("--merge", help="comma-separated fidelity_h200.json files, oldest first: print (and with --out, "
+                    "write merged.md) one summary, a configuration measured again counted at its newest run")
     ap.add_argument("--no-window", action="store_true", help="skip ncu's per-kernel window measurement")
     ap.add_argument("--no-writeback", action="store_true", help="skip the write-back measurement")
     ap.add_argument("--sets", default="", help="comma-separated configuration sets to measure (default: all)")
@@ -1063,6 +1086,24 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.writeback_child:
         writeback_child(a.writeback_child)
+        return 0
+    if a.merge:
+        paths = a.merge.split(",")
+        results = []
+        for path in paths:
+            with open(path) as f:
+                results.append(json.load(f))
+        m = merge(results)
+        total = sum(v.get("wb_ok", 0) for v in m["summary"].values())
+        launches = sum(v.get("wb_launches", 0) for v in m["summary"].values())
+        lines = [f"Merged ({m['replaced']} configurations counted at a later run): "
+                 + ", ".join(os.path.basename(p) for p in paths), "",
+                 f"Write-back criterion: **{total}/{launches}** launches.", ""] + _writeback_table(m["summary"])
+        print("\n".join(lines))
+        if a.out != ap.get_default("out"):
+            os.makedirs(a.out, exist_ok=True)
+            with open(os.path.join(a.out, "merged.md"), "w") as f:
+                f.write("\n".join(lines) + "\n")
         return 0
     if a.recompare:
         with open(a.recompare) as f:

@@ -205,3 +205,19 @@ def test_new7_chosen_where_the_models_differ():
         assert not F.dram_ok(now, was, 10**12), n
         progs.add(n_blocks(n, bm) > 132)
     assert len(rows) >= 4 and progs == {True, False}
+
+
+def test_merge_counts_each_configuration_once_at_its_newest_run():
+    """--merge: a configuration measured again replaces its rows of the earlier run; the others add up."""
+    import os
+    results = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "results")
+    with open(os.path.join(results, "fidelity_h200_2026-12-03_recompare_7.json")) as f:
+        run7 = json.load(f)
+    with open(os.path.join(results, "fidelity_h200_2026-12-03_new7.json")) as f:
+        new7 = json.load(f)
+    again = F.merge([run7, run7])
+    assert again["replaced"] == len(run7["rows"]) and again["summary"] == F.merge([run7])["summary"]
+    both = F.merge([run7, new7])
+    assert both["replaced"] == 0 and len(both["rows"]) == len(run7["rows"]) + len(new7["rows"])
+    per_kernel = lambda m: {k: v["wb_launches"] for k, v in m["summary"].items()}  # noqa: E731
+    assert per_kernel(both) == {"flash_fwd": 15, "naive": 3, "tiled_matmul": 1, "online_softmax": 6}
