@@ -22,7 +22,10 @@ imported lazily and guarded: :func:`available` says whether the path can run, an
 from __future__ import annotations
 
 import functools
+import heapq
 import os
+
+import numpy as np
 
 #: head dims the Gluon forward covers (each a tuned configuration in :data:`FWD_CONFIGS`)
 HEAD_DIMS = (64, 128)
@@ -222,7 +225,6 @@ def fwd_tile_kv_tiles(N: int, BH: int, n_mblk: int, sec: int, causal: bool, cta_
     """K/V tiles each output tile of the forward's list reads, in list order: the host's copy of the kernel's
     ``_tile_coords`` and ``_num_kv_tiles`` (flashsim.kernels.gluon.fwd_sm90). Returns an int64 numpy array of
     BH * n_mblk entries."""
-    import numpy as np
     t = np.arange(BH * n_mblk, dtype=np.int64)
     sec_tiles = sec * n_mblk
     first = (t // sec_tiles) * sec
@@ -242,9 +244,6 @@ def balanced_tile_lists(costs, ctas: int, method: str = "list"):
     costs: per-tile cost, list order (e.g. :func:`fwd_tile_kv_tiles` + :data:`TILE_OVERHEAD_KV_TILES`); ``ctas``
     <= len(costs), so every CTA gets at least one tile. Returns (order, start) int32 numpy arrays: CTA p's tiles are
     ``order[start[p]:start[p + 1]]``."""
-    import heapq
-
-    import numpy as np
     costs = np.asarray(costs, dtype=np.float64)
     if not 1 <= ctas <= len(costs):
         raise ValueError(f"balanced_tile_lists: {ctas} CTAs for {len(costs)} tiles (need 1 <= ctas <= tiles)")
