@@ -1,0 +1,4 @@
+"""The parts of benchmarks/gluon_validate.py (the Gluon kernels' correctness grid and same-run timing on a Hopper
+GPU), one concern per module: :mod:`.loading` (the kernels and versions), :mod:`.checks` (correctness against the
+float64 reference), :mod:`.timing` (do_bench in interleaved rounds), :mod:`.forward` and :mod:`.backward` (their
+tuning candidates, timed rows and, for ``--bwd``, the run itself). The command line is gluon_validate.py's."""
