@@ -1,7 +1,8 @@
 """Chapter 14's two schedules, in plain Python to draw: the Gluon forward's persistent tile order, and a picture of
 how its warp roles share the tensor cores.
 
-- :func:`persistent_tile_order`: the rule of the kernel's ``_tile_coords`` (:mod:`flashsim.kernels.gluon.fwd_sm90`).
+- :func:`persistent_tile_order`: the kernel's tile list (:func:`flashsim.kernels.gluon.fwd_tile_list`, the host's copy
+  of ``_tile_coords`` in :mod:`flashsim.kernels.gluon.fwd_sm90`).
 - :func:`warp_schedule`: an idealised timeline of one query tile's K/V loop under three ways of ordering the work
   (one program in order, as the Triton kernel; two consumer warpgroups each overlapping its softmax with its
   previous P·V product; the same with ping-pong turns). The durations are chosen for the picture, not measured:
@@ -10,6 +11,7 @@ how its warp roles share the tensor cores.
 from __future__ import annotations
 
 from flashsim.errors import FlashsimError
+from flashsim.kernels.gluon import fwd_tile_list     # numpy only: imports nothing heavy
 
 __all__ = ["persistent_tile_order", "warp_schedule", "SCHEDULES"]
 
@@ -18,20 +20,17 @@ SCHEDULES = ("in order", "overlap", "ping-pong")
 
 
 def persistent_tile_order(heads: int, query_blocks: int, heads_per_group: int) -> list[tuple[int, int]]:
-    """The order in which the Gluon forward's persistent CTAs take (head, query block) tiles (chapter 14): the
-    heads cut into groups of `heads_per_group` whose K and V fit in the L2 together; within a group, query blocks
-    from the last (the longest under a causal mask) to the first, heads inner. Tile t of the list goes to CTA
-    t mod (number of CTAs). The same rule as the kernel's ``_tile_coords``."""
+    """The order of the Gluon forward's tile list (chapter 14): (head, query block) pairs, the heads cut into groups
+    of `heads_per_group` whose K and V fit in the L2 together; within a group, query blocks from the last (the
+    longest under a causal mask) to the first, heads inner (:func:`flashsim.kernels.gluon.fwd_tile_list`, the
+    kernel's rule). Without a mask the persistent CTAs take the list with a fixed stride (tile t to CTA t mod CTAs);
+    under a causal mask the host deals it out longest first to the least-loaded CTA
+    (:func:`flashsim.kernels.gluon.balanced_tile_lists`), and each CTA runs its tiles in list order."""
     if heads < 1 or query_blocks < 1 or heads_per_group < 1:
         raise FlashsimError(f"heads={heads}, query_blocks={query_blocks}, heads_per_group={heads_per_group}: "
                             "each must be at least 1")
-    sec = min(heads_per_group, heads)
-    order = []
-    for first in range(0, heads, sec):
-        group = min(sec, heads - first)
-        for r in range(group * query_blocks):
-            order.append((first + r % group, query_blocks - 1 - r // group))
-    return order
+    bh, mblk = fwd_tile_list(heads, query_blocks, min(heads_per_group, heads))
+    return list(zip(bh.tolist(), mblk.tolist()))
 
 
 def warp_schedule(mode: str, kv_tiles: int = 4, matmul: float = 1.0, softmax: float = 1.5,

@@ -221,16 +221,24 @@ def _num_sms(index: int) -> int:
 TILE_OVERHEAD_KV_TILES = 1.0
 
 
-def fwd_tile_kv_tiles(N: int, BH: int, n_mblk: int, sec: int, causal: bool, cta_m: int, block_n: int):
-    """K/V tiles each output tile of the forward's list reads, in list order: the host's copy of the kernel's
-    ``_tile_coords`` and ``_num_kv_tiles`` (flashsim.kernels.gluon.fwd_sm90). Returns an int64 numpy array of
-    BH * n_mblk entries."""
+def fwd_tile_list(BH: int, n_mblk: int, sec: int):
+    """The persistent forward's tile list: (head, query block) of tile t = 0 .. BH*n_mblk - 1, as int64 numpy
+    arrays. The host's copy of the kernel's ``_tile_coords`` (flashsim.kernels.gluon.fwd_sm90): the heads cut into
+    sections of ``sec`` whose K and V fit in the L2 together; within a section, query blocks from the last (the
+    longest under a causal mask) to the first, heads inner."""
     t = np.arange(BH * n_mblk, dtype=np.int64)
     sec_tiles = sec * n_mblk
     first = (t // sec_tiles) * sec
     heads = np.minimum(sec, BH - first)
-    mblk = n_mblk - 1 - (t % sec_tiles) // heads
-    hi = np.minimum((mblk + 1) * cta_m, N) if causal else np.full_like(t, N)
+    return first + (t % sec_tiles) % heads, n_mblk - 1 - (t % sec_tiles) // heads
+
+
+def fwd_tile_kv_tiles(N: int, BH: int, n_mblk: int, sec: int, causal: bool, cta_m: int, block_n: int):
+    """K/V tiles each output tile of :func:`fwd_tile_list` reads, in list order (the kernel's ``_num_kv_tiles``):
+    all of them, or (causal) those up to the block's last row. Returns an int64 numpy array of BH * n_mblk
+    entries."""
+    _, mblk = fwd_tile_list(BH, n_mblk, sec)
+    hi = np.minimum((mblk + 1) * cta_m, N) if causal else np.full_like(mblk, N)
     return -(-hi // block_n)
 
 
@@ -463,6 +471,6 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
 
 
 __all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",
-           "forward_config", "balanced_tile_lists", "fwd_tile_kv_tiles", "TILE_OVERHEAD_KV_TILES", "HEAD_DIMS",
+           "forward_config", "balanced_tile_lists", "fwd_tile_list", "fwd_tile_kv_tiles", "TILE_OVERHEAD_KV_TILES", "HEAD_DIMS",
            "FWD_CONFIGS", "FWD_CONFIGS_BY_N", "BWD_CONFIGS", "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS",
            "BWD_DEFAULT_FROM_N"]
