@@ -10,16 +10,11 @@
 #      forward (fixed stride) timed beside it in each causal row;
 #   4. the causal rows again with "list" beside the fixed stride.
 # Usage: OUT=/tmp/out bash benchmarks/experiments/gluon_balanced_run.sh
-set -u
-export PYTHONUNBUFFERED=1
-O=${OUT:-/tmp/out}; mkdir -p "$O"
+source "$(dirname "$0")/gluon_run_common.sh"     # O, log, quiet, machine_header
 ovr() { echo "{\"d64_causal1\": {\"BALANCED\": \"$1\"}, \"d128_causal1\": {\"BALANCED\": \"$1\"}}"; }
-log() { echo "== $(date -u +%H:%M:%S) $*"; }
-quiet() { grep -v "UserWarning\|warn_once\|warnings.warn\|run_backward\|detach() first\|return float"; }
 {
 log start
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
-python3 -c "import torch, triton; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), triton.__version__)"
+machine_header
 log grid, lpt
 timeout "${GRID_S:-150}" python3 benchmarks/gluon_validate.py --bwd --no-timing --no-triton --grid bwd,fwd \
     --fwd-override "$(ovr lpt)" --out "$O/grid.json" 2>&1 | quiet | tail -6

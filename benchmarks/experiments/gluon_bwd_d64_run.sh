@@ -10,19 +10,13 @@
 #      candidate and the committed configuration side by side;
 #   4. ncu --set full of the fp16 d=64 non-causal N=2048 backward (committed, cuDNN, candidate), exported to CSV.
 # Usage: OUT=/tmp/out bash benchmarks/experiments/gluon_bwd_d64_run.sh
-set -u
-export PYTHONUNBUFFERED=1
-O=${OUT:-/tmp/out}; mkdir -p "$O"
+source "$(dirname "$0")/gluon_run_common.sh"     # O, log, quiet, machine_header
 W=/tmp/ncu_d64; mkdir -p $W
 CAND=${CAND:-'{"BLOCK_M": 128, "STAGES": 2}'}
 OVR="{\"d64_causal0\": $CAND, \"d64_causal1\": $CAND}"
-log() { echo "== $(date -u +%H:%M:%S) $*"; }
-quiet() { grep -v "UserWarning\|warn_once\|warnings.warn"; }
 {
 log start
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
-python3 -c "import torch, triton; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), triton.__version__)"
-ncu --version | tail -1
+machine_header
 log "grid with $OVR"
 timeout "${GRID_S:-110}" python3 benchmarks/gluon_validate.py --bwd --no-timing --no-triton --grid bwd \
     --bwd-override "$OVR" --out "$O/grid.json" 2>&1 | quiet | tail -8

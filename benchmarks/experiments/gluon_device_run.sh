@@ -10,15 +10,10 @@
 #      16384, fp16), no grid or table.
 # Everything is written into $OUT as it goes, so that a timeout still returns what ran.
 # Usage: OUT=/tmp/out bash benchmarks/experiments/gluon_device_run.sh
-set -u
-export PYTHONUNBUFFERED=1
-O=${OUT:-/tmp/out}; mkdir -p "$O"
-log() { echo "== $(date -u +%H:%M:%S) $*"; }
-quiet() { grep -v "UserWarning\|warn_once\|warnings.warn"; }
+source "$(dirname "$0")/gluon_run_common.sh"     # O, log, quiet, machine_header
 {
 log start
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
-python3 -c "import torch, triton; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), triton.__version__)"
+machine_header
 log grid, LSE_SMEM
 timeout "${GRID_S:-100}" python3 benchmarks/gluon_validate.py --bwd --no-timing --no-triton --grid bwd \
     --bwd-override '{"LSE_SMEM": true}' --out "$O/grid_lse_smem.json" 2>&1 | quiet | tail -25

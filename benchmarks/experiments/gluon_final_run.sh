@@ -5,18 +5,12 @@
 # grid (forward and backward) and the GPU tests; then ncu --set full of the forward at fp16 d=64 causal N=2048 (a
 # row that misses cuDNN) beside cuDNN's, summarised. Written into $OUT as it goes.
 # Usage: OUT=/tmp/out bash benchmarks/experiments/gluon_final_run.sh
-set -u
-export PYTHONUNBUFFERED=1
-O=${OUT:-/tmp/out}; mkdir -p "$O"
+source "$(dirname "$0")/gluon_run_common.sh"     # O, log, quiet, machine_header
 W=/tmp/ncu_fwd; mkdir -p $W
 OFF='{"d64_causal1": {"BALANCED": false}, "d128_causal1": {"BALANCED": false}}'
-log() { echo "== $(date -u +%H:%M:%S) $*"; }
-quiet() { grep -v "UserWarning\|warn_once\|warnings.warn\|run_backward\|detach() first\|return float"; }
 {
 log start
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
-python3 -c "import torch, triton; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), triton.__version__)"
-ncu --version | tail -1
+machine_header
 log grid
 timeout "${GRID_S:-150}" python3 benchmarks/gluon_validate.py --bwd --no-timing --no-triton --grid bwd,fwd \
     --out "$O/grid.json" 2>&1 | quiet | tail -4

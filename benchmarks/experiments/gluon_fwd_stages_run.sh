@@ -4,11 +4,7 @@
 # rounds). Why: its ncu profile at N=2048 (gluon_limiter_h200_2026-12-03_3.txt) has 12.6 % of the stall samples on
 # mbarrier try-wait loops; at d=64 a K/V slot pair is 32 KB, so 4 slots still fit (164 KB of shared memory).
 # Usage: OUT=/tmp/out bash benchmarks/experiments/gluon_fwd_stages_run.sh
-set -u
-export PYTHONUNBUFFERED=1
-O=${OUT:-/tmp/out}; mkdir -p "$O"
-log() { echo "== $(date -u +%H:%M:%S) $*"; }
-quiet() { grep -v "UserWarning\|warn_once\|warnings.warn\|run_backward\|detach() first\|return float"; }
+source "$(dirname "$0")/gluon_run_common.sh"     # O, log, quiet, machine_header
 {
 log start
 for S in 3 4; do
