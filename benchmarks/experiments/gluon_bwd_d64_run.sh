@@ -34,12 +34,7 @@ log ncu fp16 d64 non-causal N=2048
 NCU="ncu --clock-control none --profile-from-start off --set full --import-source no -f"
 FLASHSIM_NCU_BWD_CONFIG="$CAND" timeout "${NCU_S:-150}" $NCU -o $W/ncu_bwd_fp16_d64_nc_2048 \
     python3 benchmarks/gluon_validate.py --out /dev/null --ncu-bwd fp16,64,0,2048 2>&1 | grep -v "^==PROF==" | tail -3
-for r in $W/*.ncu-rep; do
-  b=${r%.ncu-rep}
-  timeout 40 ncu -i $r --page raw --csv > $b.raw.csv 2>&1
-  timeout 60 ncu -i $r --page source --csv --print-source sass -k regex:attn > $b.source_attn.csv 2>&1
-done
-python3 benchmarks/experiments/gluon_limiter_summary.py $W > "$O/ncu_summary.txt" 2>&1; head -c 3000 "$O/ncu_summary.txt"
+ncu_summarise $W "$O/ncu_summary.txt"; head -c 3000 "$O/ncu_summary.txt"
 log done
 } 2>&1 | tee "$O/log.txt"
 cd /tmp && tar czf "$O/ncu_csv.tar.gz" --exclude='*.ncu-rep' ncu_d64 2>/dev/null; ls -la "$O"

@@ -25,11 +25,6 @@ log ncu forward fp16 d64 causal N=2048
 timeout "${NCU_S:-100}" ncu --clock-control none --profile-from-start off --set full --import-source no -f \
     -o $W/ncu_fwd_fp16_d64_c_2048 python3 benchmarks/gluon_validate.py --out /dev/null --ncu fp16,64,1,2048 2>&1 \
     | grep -v "^==PROF==" | tail -3
-for r in $W/*.ncu-rep; do
-  b=${r%.ncu-rep}
-  timeout 40 ncu -i $r --page raw --csv > $b.raw.csv 2>&1
-  timeout 60 ncu -i $r --page source --csv --print-source sass -k regex:attn > $b.source_attn.csv 2>&1
-done
-python3 benchmarks/experiments/gluon_limiter_summary.py $W > "$O/ncu_summary.txt" 2>&1; head -c 2500 "$O/ncu_summary.txt"
+ncu_summarise $W "$O/ncu_summary.txt"; head -c 2500 "$O/ncu_summary.txt"
 log done
 } 2>&1 | tee "$O/log.txt"
