@@ -77,7 +77,11 @@ def _compile(fn, args: dict, constexprs: dict, options: dict):
         else:
             a = args[name]
             sig[name] = a.__mangle__() if isinstance(a, TensorDescriptor) else a
-    src = GluonASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()})
+    # pointer arguments 16-byte aligned, as a launch on torch tensors specialises them (without it the stores of
+    # the offline compile are 2-byte scalar ones where the real kernel's are vectorised)
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
+             if isinstance(sig.get(name), str) and sig[name].startswith("*")}
+    src = GluonASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
     return triton.compile(src, target=TARGET, options=options)
 
 
@@ -143,9 +147,7 @@ def compile_fwd(dt, d, causal, N, sass_dir=None, cfg_over=None):
                 v_desc=_desc(dt, (BH * N, d), [bn, d]), o_ptr="*" + ("fp16" if dt == torch.float16 else "bf16"),
                 lse_ptr="*fp32", qk_scale="fp32", N="i32", BH="i32", n_mblk="i32", n_tiles="i32", sec="i32",
                 order_ptr="*i32", start_ptr="*i32")
-    constexprs = dict(CAUSAL=causal, NC=nc, BLOCK_M=bm, BLOCK_N=bn, HEAD_D=d, STAGES=cfg["STAGES"],
-                      PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=cfg["CONSUMER_REGS"],
-                      BALANCED=bool(cfg.get("BALANCED", False)))
+    constexprs = G.fwd_constexprs(cfg, causal, d)
     names = fwd_sm90.attn_fwd_sm90.arg_names
     args = {n: v for n, v in args.items() if n in names}
     k = _compile(fwd_sm90.attn_fwd_sm90, args, constexprs, dict(num_warps=4, maxnreg=G._max_regs(nc)))

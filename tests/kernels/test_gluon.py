@@ -211,3 +211,16 @@ def test_flash_backward_takes_the_triton_path_off_hopper_and_gluon_true_says_why
     assert all(torch.equal(x, y) for x, y in zip(a, b))
     with pytest.raises(FlashsimError, match="gluon=True"):
         kernels.flash_backward(q, k, v, o, lse, do, gluon=True)
+
+
+def test_forward_config_keys_are_checked_and_every_kernel_constexpr_is_passed():
+    q = torch.randn(1, 2, 64, 64, dtype=torch.float16)
+    with pytest.raises(ValueError, match="unknown configuration keys"):
+        G.gluon_forward(q, q, q, config={"PV_WAIT": True})      # a typo must not time the committed kernel
+    try:
+        from flashsim.kernels.gluon import fwd_sm90
+    except Exception as exc:  # pragma: no cover - a triton without Gluon
+        pytest.skip(f"the Gluon forward does not import here: {exc}")
+    kernel_constexprs = {p.name for p in fwd_sm90.attn_fwd_sm90.params if p.is_constexpr}
+    for (d, causal) in G.FWD_CONFIGS:
+        assert set(G.fwd_constexprs(G.forward_config(d, causal, 4096), causal, d)) == kernel_constexprs

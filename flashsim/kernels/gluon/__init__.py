@@ -51,6 +51,12 @@ FWD_CONFIGS = {
 
 FWD_CONFIGS_DEFAULT = {key: dict(cfg) for key, cfg in FWD_CONFIGS.items()}
 
+#: the keys a forward configuration may set (:data:`FWD_CONFIGS`, ``gluon_forward(config=...)``): those of the
+#: entries, PV_WAIT_BLOCK (each consumer waits for its next K slot before it waits for the PV wgmma group, so that
+#: the two waits sit in different basic blocks: in one block ptxas schedules the PV wait ahead of the softmax, and
+#: none of its exponentials overlap the PV product) and L2_SECTION_BYTES (:data:`L2_SECTION_BYTES`)
+FWD_CONFIG_KEYS = frozenset().union(*FWD_CONFIGS.values(), ("PV_WAIT_BLOCK", "L2_SECTION_BYTES"))
+
 #: launch configurations keyed by N, on top of :data:`FWD_CONFIGS`: (head dim, causal) -> [(lowest N, highest N,
 #: overrides), ...], the first matching range wins. d=128: at N <= 2048 the ping-pong turns cost more than they
 #: hide (few K/V tiles per query block), and so they do for the causal kernel at N = 16384, while at N = 4096-8192
@@ -291,7 +297,8 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     """O = softmax(Q Kᵀ · sm_scale) V on Hopper, FA3-style (see :mod:`flashsim.kernels.gluon.fwd_sm90`).
 
     q, k, v: (B, H, N, d) CUDA tensors, fp16 or bf16, d in :data:`HEAD_DIMS`, any N. Returns (o, lse) in the
-    convention of :func:`flashsim.kernels.flash_forward`. ``pingpong`` and ``config`` (keys of :data:`FWD_CONFIGS`)
+    convention of :func:`flashsim.kernels.flash_forward`. ``pingpong`` and ``config`` (keys of :data:`FWD_CONFIG_KEYS`;
+    another key raises ``ValueError``)
     override the tuned configuration (:func:`forward_config`: by head dim, mask and N), for the ablation and the
     tuning sweep; ``max_ctas`` caps the persistent grid
     (default: one CTA per SM).
@@ -302,6 +309,10 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+    unknown = set(config or {}) - FWD_CONFIG_KEYS
+    if unknown:
+        raise ValueError(f"gluon_forward: unknown configuration keys {sorted(unknown)} (known: "
+                         f"{sorted(FWD_CONFIG_KEYS)})")
     ok, why = supports(q, k, v, causal)
     if not ok:
         raise RuntimeError(f"gluon_forward: {why}")
@@ -313,8 +324,7 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     cfg.update(config or {})
     if pingpong is not None:
         cfg["PINGPONG"] = bool(pingpong)
-    nc, block_m = cfg["NC"], 64
-    block_n, stages, regs = cfg["BLOCK_N"], cfg["STAGES"], cfg["CONSUMER_REGS"]
+    nc, block_m, block_n = cfg["NC"], 64, cfg["BLOCK_N"]
     q2, k2, v2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v))
     poison = os.environ.get("FLASHSIM_POISON", "0") not in ("", "0")
     alloc = (lambda shape, dt: torch.full(shape, float("nan"), dtype=dt, device=q.device)) if poison else \
@@ -340,10 +350,17 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     else:
         order = start = _no_schedule(q.device)
     attn_fwd_sm90[(ctas,)](q_desc, k_desc, v_desc, o, lse, scale * LOG2E, N, B * H, n_mblk, n_tiles, sec, order,
-                           start, CAUSAL=bool(causal), NC=nc, BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d,
-                           STAGES=stages, PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=regs, BALANCED=balanced,
-                           num_warps=4, maxnreg=_max_regs(nc))
+                           start, **fwd_constexprs(cfg, causal, d), num_warps=4, maxnreg=_max_regs(nc))
     return o, lse
+
+
+def fwd_constexprs(cfg: dict, causal: bool, d: int) -> dict:
+    """The forward kernel's compile-time arguments for the full configuration ``cfg`` (:func:`forward_config`
+    with any overrides): what :func:`gluon_forward` launches with, and what an offline compile must pass
+    (benchmarks/experiments/gluon_compile_sm90.py)."""
+    return dict(CAUSAL=bool(causal), NC=cfg["NC"], BLOCK_M=64, BLOCK_N=cfg["BLOCK_N"], HEAD_D=d,
+                STAGES=cfg["STAGES"], PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=cfg["CONSUMER_REGS"],
+                BALANCED=bool(cfg.get("BALANCED", False)), PV_WAIT_BLOCK=bool(cfg.get("PV_WAIT_BLOCK", False)))
 
 
 #: the keys a backward configuration may set (:data:`BWD_CONFIGS`, ``gluon_backward(config=...)``)
@@ -472,5 +489,5 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
 
 __all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",
            "forward_config", "balanced_tile_lists", "fwd_tile_list", "fwd_tile_kv_tiles", "TILE_OVERHEAD_KV_TILES", "HEAD_DIMS",
-           "FWD_CONFIGS", "FWD_CONFIGS_BY_N", "BWD_CONFIGS", "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS",
+           "FWD_CONFIGS", "FWD_CONFIG_KEYS", "FWD_CONFIGS_BY_N", "fwd_constexprs", "BWD_CONFIGS", "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS",
            "BWD_DEFAULT_FROM_N"]
