@@ -54,7 +54,10 @@ FWD_CONFIGS_DEFAULT = {key: dict(cfg) for key, cfg in FWD_CONFIGS.items()}
 #: the keys a forward configuration may set (:data:`FWD_CONFIGS`, ``gluon_forward(config=...)``): those of the
 #: entries, PV_WAIT_BLOCK (each consumer waits for its next K slot before it waits for the PV wgmma group, so that
 #: the two waits sit in different basic blocks: in one block ptxas schedules the PV wait ahead of the softmax, and
-#: none of its exponentials overlap the PV product) and L2_SECTION_BYTES (:data:`L2_SECTION_BYTES`)
+#: none of its exponentials overlap the PV product; off everywhere: on an H200 it restored the overlap in the SASS,
+#: 66 of 66 exponentials under the PV wgmma, and changed no row's time beyond the rounds' spread, 0.96-1.07x,
+#: because the second consumer warpgroup's wgmma already fill the tensor cores during a softmax:
+#: benchmarks/results/gluon_pv_wait_h200_2026-12-03.md) and L2_SECTION_BYTES (:data:`L2_SECTION_BYTES`)
 FWD_CONFIG_KEYS = frozenset().union(*FWD_CONFIGS.values(), ("PV_WAIT_BLOCK", "L2_SECTION_BYTES"))
 
 #: launch configurations keyed by N, on top of :data:`FWD_CONFIGS`: (head dim, causal) -> [(lowest N, highest N,
