@@ -23,7 +23,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 import flashsim.kernels.gluon as G  # noqa: E402
-from sass_wgmma_overlap import stretches  # noqa: E402
+from sass_wgmma_overlap import describe, stretches  # noqa: E402
 
 
 def _disasm(cubin: Path) -> str:
@@ -44,9 +44,7 @@ def main(argv=None) -> int:
         torch.cuda.synchronize()
         new = sorted(set(cache.rglob("*.cubin")) - before)
         for cubin in new:
-            found = stretches(_disasm(cubin))
-            print(f"d={d} causal={int(causal)} {spec}: {cubin.name}: "
-                  + "; ".join(f"{b} exp2 under the PV wgmma, {a} after its wait" for b, a in found))
+            print(f"d={d} causal={int(causal)} {spec}: {cubin.name}: " + describe(stretches(_disasm(cubin))))
         if not new:
             print(f"d={d} causal={int(causal)} {spec}: no new cubin (cached?)")
     return 0

@@ -38,10 +38,14 @@ def stretches(sass: str):
     return out
 
 
+def describe(found) -> str:
+    """One line for :func:`stretches`' result."""
+    return "; ".join(f"{b} exp2 under the PV wgmma, {a} after its wait" for b, a in found)
+
+
 def main(argv=None) -> int:
     for path in (argv if argv is not None else sys.argv[1:]):
-        found = stretches(open(path).read())
-        print(f"{path}: " + "; ".join(f"{b} exp2 under the PV wgmma, {a} after its wait" for b, a in found))
+        print(f"{path}: " + describe(stretches(open(path).read())))
     return 0
 
 

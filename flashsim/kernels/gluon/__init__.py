@@ -327,7 +327,8 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     cfg.update(config or {})
     if pingpong is not None:
         cfg["PINGPONG"] = bool(pingpong)
-    nc, block_m, block_n = cfg["NC"], 64, cfg["BLOCK_N"]
+    consts = fwd_constexprs(cfg, causal, d)
+    nc, block_m, block_n = consts["NC"], consts["BLOCK_M"], consts["BLOCK_N"]
     q2, k2, v2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v))
     poison = os.environ.get("FLASHSIM_POISON", "0") not in ("", "0")
     alloc = (lambda shape, dt: torch.full(shape, float("nan"), dtype=dt, device=q.device)) if poison else \
@@ -345,15 +346,14 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     l2_bytes = cfg.get("L2_SECTION_BYTES", L2_SECTION_BYTES)
     sec = max(1, min(B * H, l2_bytes // (2 * N * d * q.element_size())))   # heads per L2 section
     ctas = min(n_tiles, max_ctas or _num_sms(q.device.index if q.device.index is not None else 0))
-    balanced = bool(cfg.get("BALANCED", False))
-    if balanced:
+    if consts["BALANCED"]:
         method = cfg["BALANCED"] if isinstance(cfg["BALANCED"], str) else "list"
         order, start = _balanced_schedule(N, B * H, n_mblk, sec, bool(causal), nc * block_m, block_n, ctas, method,
                                           q.device)
     else:
         order = start = _no_schedule(q.device)
     attn_fwd_sm90[(ctas,)](q_desc, k_desc, v_desc, o, lse, scale * LOG2E, N, B * H, n_mblk, n_tiles, sec, order,
-                           start, **fwd_constexprs(cfg, causal, d), num_warps=4, maxnreg=_max_regs(nc))
+                           start, **consts, num_warps=4, maxnreg=_max_regs(nc))
     return o, lse
 
 
