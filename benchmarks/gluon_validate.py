@@ -64,6 +64,9 @@ def main(argv=None):
     ap.add_argument("--ns", default="2048,4096,8192,16384")
     ap.add_argument("--tune", action="store_true", help="pick the launch configuration per (d, causal) first")
     ap.add_argument("--ncu", default=None, help="dtype,d,causal,N: run that forward (warm-up, then once) and exit")
+    ap.add_argument("--ncu-config", default=None,
+                    help="with --ncu: JSON forward configuration overrides; that forward is profiled too, after the "
+                         "committed one (same inputs, same process)")
     ap.add_argument("--no-triton", action="store_true", help="with --bwd: no Triton column (fewer compiles)")
     ap.add_argument("--bwd", action="store_true", help="the backward: correctness grid, tuning, timing table")
     ap.add_argument("--fwd-by-n", action="store_true", help="with --bwd: time forward configurations per N first")
@@ -108,12 +111,15 @@ def main(argv=None):
         q, k, v = (torch.randn(16384 // N, 2048 // d, N, d, device="cuda", dtype=dt) for _ in range(3))
         import torch.nn.functional as F
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        g.gluon_forward(q, k, v, causal=causal)
+        configs = [None] + ([json.loads(args.ncu_config)] if args.ncu_config else [])
+        for cfg in configs:
+            g.gluon_forward(q, k, v, causal=causal, config=cfg)
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStart()
-        g.gluon_forward(q, k, v, causal=causal)
+        for cfg in configs:
+            g.gluon_forward(q, k, v, causal=causal, config=cfg)
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         torch.cuda.synchronize()

@@ -52,8 +52,14 @@ def test_configs_cover_every_head_dim_and_mask():
             cfg = G.FWD_CONFIGS[(d, causal)]
             assert cfg["NC"] in (2, 3) and cfg["BLOCK_N"] & (cfg["BLOCK_N"] - 1) == 0
             # shared memory: 2 Q buffers per consumer + the K and V rings, under the 227 KB of an H100/H200
-            smem = 2 * (2 * cfg["NC"] * 64 * d + 2 * cfg["STAGES"] * cfg["BLOCK_N"] * d)
-            assert smem <= 227 * 1024
+            v_stages = cfg.get("V_STAGES", cfg["STAGES"])
+            smem = 2 * (2 * cfg["NC"] * 64 * d + (cfg["STAGES"] + v_stages) * cfg["BLOCK_N"] * d)
+            assert G.fwd_smem_bytes(d, 2, **cfg) == smem <= 227 * 1024
+    # a K ring of 3 and a V ring of 2 fit at d=128 beside the four Q buffers (224 KiB); 3 and 3 do not
+    assert G.fwd_smem_bytes(128, 2, NC=2, BLOCK_N=128, STAGES=3, V_STAGES=2) == 224 * 1024
+    assert G.fwd_smem_bytes(128, 2, NC=2, BLOCK_N=128, STAGES=3) > 227 * 1024
+    assert G.fwd_constexprs(dict(G.FWD_CONFIGS[(128, False)], STAGES=3, V_STAGES=2), False, 128)["V_STAGES"] == 2
+    assert G.fwd_constexprs(G.FWD_CONFIGS[(64, False)], False, 64)["V_STAGES"] == G.FWD_CONFIGS[(64, False)]["STAGES"]
 
 
 def test_backward_configs_fit_in_shared_memory():
@@ -104,7 +110,7 @@ def test_gluon_forward_without_pingpong_is_the_same_function():
 
 @hopper
 @pytest.mark.gpu
-@pytest.mark.parametrize("balanced", [False, "list", "lpt"])
+@pytest.mark.parametrize("balanced", [False, "list", "lpt", "section_lpt"])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("shape", [(2, 3, 1000), (1, 1, 64), (3, 5, 2085)])
 def test_gluon_forward_tile_lists_give_the_same_output(balanced, d, shape):

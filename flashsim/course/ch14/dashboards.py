@@ -36,7 +36,7 @@ from flashsim.course.kit.dashboard import Dashboard, choice, toggle
 from flashsim.course.kit.optional import missing
 from flashsim.course.kit.results import load_result, recorded_names, result_source
 from flashsim.errors import FlashsimError
-from flashsim.kernels.gluon import forward_config     # the configuration rule only: imports nothing heavy
+from flashsim.kernels.gluon import forward_config, fwd_smem_bytes     # configuration rules only: nothing heavy
 from flashsim.model.attention.reference import reference_attention
 from flashsim.model.attention.visibility import n_blocks, visible_col_blocks
 from flashsim.model.kernel_io import kernel_dram, kernel_io
@@ -924,9 +924,10 @@ def warp_roles_table(results=None):
     for (d, causal), cfg in sorted(results["configs"].items()):
         nc, bn, stages = int(cfg["NC"]), int(cfg["BLOCK_N"]), int(cfg["STAGES"])
         rows_per_tile = nc * GLUON_ROWS_PER_CONSUMER
-        smem = 2 * (2 * nc * GLUON_ROWS_PER_CONSUMER * d + 2 * stages * bn * d)     # fp16/bf16: Q x2, K and V rings
-        rows.append([d, "yes" if causal else "no", f"1 warp, 24 regs", f"{nc} × 4 warps, {cfg['CONSUMER_REGS']} regs",
-                     rows_per_tile, bn, stages, f"{smem / 1024:.0f} KiB", "on" if cfg.get("PINGPONG") else "off"])
+        smem = fwd_smem_bytes(d, 2, nc, bn, stages, cfg.get("V_STAGES"))     # fp16/bf16: Q x2, K and V rings
+        rows.append([d, "yes" if causal else "no", "1 warp, 24 regs", f"{nc} × 4 warps, {cfg['CONSUMER_REGS']} regs",
+                     rows_per_tile, bn, stages if not cfg.get("V_STAGES") else f"{stages} K, {cfg['V_STAGES']} V",
+                     f"{smem / 1024:.0f} KiB", "on" if cfg.get("PINGPONG") else "off"])
     return Table(["d", "causal", "producer", "consumers", "query rows per tile", "BLOCK_N", "K/V slots",
                   "shared memory", "ping-pong"], rows,
                  "The Gluon forward's warp roles per configuration (one CTA per SM; Q double-buffered per consumer)")

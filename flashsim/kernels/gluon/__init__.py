@@ -31,19 +31,24 @@ import numpy as np
 HEAD_DIMS = (64, 128)
 
 #: launch configuration of the forward by (head dim, causal): NC (consumer warpgroups per CTA, 64 query rows each),
-#: BLOCK_N (keys per K/V tile), STAGES (K/V ring slots), CONSUMER_REGS (registers per thread of each consumer
-#: warpgroup; the producer warp keeps 24), PINGPONG (consumers take turns to issue their wgmma), BALANCED (False:
-#: CTA p takes tiles p, p + grid, ...; "list" or "lpt": each CTA walks its own list of tiles, dealt out by that
-#: method of :func:`balanced_tile_lists`). Causal entries deal longest first: under the mask the tiles' lengths
-#: differ, and with a fixed stride the busiest CTA has 1.03-1.07x the mean work (1.29x at d=128, N=16384), the
-#: longest-first lists within 1 % of it (cost: K/V tiles + 1). On an H200, beside the fixed stride in one run, they
-#: were 1.23-1.31x faster at d=128 N=16384 and 0.99-1.09x elsewhere (benchmarks/results/gluon_h200_2026-12-03_2.md);
-#: non-causal tiles are all alike, so the stride stays.
+#: BLOCK_N (keys per K/V tile), STAGES (K ring slots, and V ring slots unless V_STAGES is given), CONSUMER_REGS
+#: (registers per thread of each consumer warpgroup; the producer warp keeps 24), PINGPONG (consumers take turns to
+#: issue their wgmma), BALANCED (False: CTA p takes tiles p, p + grid, ...; "list", "lpt" or "section_lpt": each CTA
+#: walks its own list of tiles, dealt out by that method of :func:`balanced_tile_lists`). Causal entries deal longest
+#: first: under the mask the tiles' lengths differ, and with a fixed stride the busiest CTA has 1.03-1.07x the mean
+#: work (1.29x at d=128, N=16384), the longest-first lists within 1 % of it (cost: K/V tiles + 1). On an H200, beside
+#: the fixed stride in one run, they were 1.23-1.31x faster at d=128 N=16384 and 0.99-1.09x elsewhere
+#: (benchmarks/results/gluon_h200_2026-12-03_2.md); non-causal tiles are all alike, so the stride stays. At d=64
+#: each L2 section is dealt before the next ("section_lpt"): over the whole list the CTAs drift apart and hold more
+#: heads' K/V than the L2 does (ncu at N=4096: 20 % of DRAM bandwidth, 66 % L2 hits; section by section 9 % and
+#: 86 %, as cuDNN's 9 % and 85 %), 1.01x in the median of 16 rows, 1.02-1.06x at N=16384
+#: (benchmarks/results/gluon_section_lpt_h200_2026-12-03.md); at d=128 (half as many heads per section) dealing
+#: by section leaves the busiest CTA 1.05x the mean work at N=2048-8192 (host replay), so it keeps "lpt".
 #: Shared memory at d=128: Q 2 x 2 x 16 KB (double-buffered) + K 2 x 32 KB + V 2 x 32 KB = 192 KB. The d=64 entries
 #: are the fastest of the candidates that benchmarks/gluon_validate.py --tune times (results: gluon_fwd_h200_*).
 FWD_CONFIGS = {
     (64, False): dict(NC=3, BLOCK_N=128, STAGES=3, CONSUMER_REGS=160, PINGPONG=True, BALANCED=False),
-    (64, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=False, BALANCED="lpt"),
+    (64, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=False, BALANCED="section_lpt"),
     (128, False): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True, BALANCED=False),
     (128, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=True, BALANCED="lpt"),
 }
@@ -57,8 +62,12 @@ FWD_CONFIGS_DEFAULT = {key: dict(cfg) for key, cfg in FWD_CONFIGS.items()}
 #: none of its exponentials overlap the PV product; off everywhere: on an H200 it restored the overlap in the SASS,
 #: 66 of 66 exponentials under the PV wgmma, and changed no row's time beyond the rounds' spread, 0.96-1.07x,
 #: because the second consumer warpgroup's wgmma already fill the tensor cores during a softmax:
-#: benchmarks/results/gluon_pv_wait_h200_2026-12-03.md) and L2_SECTION_BYTES (:data:`L2_SECTION_BYTES`)
-FWD_CONFIG_KEYS = frozenset().union(*FWD_CONFIGS.values(), ("PV_WAIT_BLOCK", "L2_SECTION_BYTES"))
+#: benchmarks/results/gluon_pv_wait_h200_2026-12-03.md), V_STAGES (V ring slots when they differ from the K
+#: ring's STAGES: K is needed one tile before V, so a spare slot goes to K first; unset everywhere: a K ring of 3
+#: beside a V ring of 2 at d=128, 224 KiB, changed no row beyond the rounds' spread on an H200,
+#: benchmarks/results/gluon_kv_ring_h200_2026-12-03.md) and L2_SECTION_BYTES
+#: (:data:`L2_SECTION_BYTES`)
+FWD_CONFIG_KEYS = frozenset().union(*FWD_CONFIGS.values(), ("PV_WAIT_BLOCK", "V_STAGES", "L2_SECTION_BYTES"))
 
 #: launch configurations keyed by N, on top of :data:`FWD_CONFIGS`: (head dim, causal) -> [(lowest N, highest N,
 #: overrides), ...], the first matching range wins. d=128: at N <= 2048 the ping-pong turns cost more than they
@@ -251,12 +260,21 @@ def fwd_tile_kv_tiles(N: int, BH: int, n_mblk: int, sec: int, causal: bool, cta_
     return -(-hi // block_n)
 
 
-def balanced_tile_lists(costs, ctas: int, method: str = "list"):
+#: the ways :func:`balanced_tile_lists` deals tiles out (the forward's ``BALANCED`` configuration values)
+BALANCE_METHODS = ("list", "lpt", "section_lpt")
+
+
+def balanced_tile_lists(costs, ctas: int, method: str = "list", section_tiles: int | None = None):
     """Deal tiles out to ``ctas`` persistent CTAs, each tile to the CTA whose tiles so far cost least, taking the
     tiles in list order (``method="list"``: the CTA a dynamic scheduler's atomic counter would hand it to, if the
-    costs are right) or longest first (``"lpt"``: the longest-processing-time rule, whose largest per-CTA sum is
-    within 4/3 of the best possible, and in practice within a tile of it). Either way each CTA runs its tiles in
-    list order, so the CTAs still move through the list's L2 sections roughly together.
+    costs are right), longest first (``"lpt"``: the longest-processing-time rule, whose largest per-CTA sum is
+    within 4/3 of the best possible, and in practice within a tile of it), or longest first within each L2 section
+    of ``section_tiles`` consecutive tiles, one section after the other (``"section_lpt"``). Each CTA runs its
+    tiles in list order; under ``"lpt"`` a CTA's share of a section depends on the long tiles it drew from all of
+    them, so the CTAs drift apart across sections and more heads' K and V are in use at once (on the causal d=64
+    forward at N=4096 about 42 heads, 42 MB, against 20 under ``"section_lpt"``): the L2 working set outgrows
+    the L2. ``"section_lpt"`` deals each section in full before the next, so every CTA leaves a section within
+    about one tile of the others.
 
     costs: per-tile cost, list order (e.g. :func:`fwd_tile_kv_tiles` + :data:`TILE_OVERHEAD_KV_TILES`); ``ctas``
     <= len(costs), so every CTA gets at least one tile. Returns (order, start) int32 numpy arrays: CTA p's tiles are
@@ -264,9 +282,16 @@ def balanced_tile_lists(costs, ctas: int, method: str = "list"):
     costs = np.asarray(costs, dtype=np.float64)
     if not 1 <= ctas <= len(costs):
         raise ValueError(f"balanced_tile_lists: {ctas} CTAs for {len(costs)} tiles (need 1 <= ctas <= tiles)")
-    if method not in ("list", "lpt"):
-        raise ValueError(f"balanced_tile_lists: method {method!r}, not 'list' or 'lpt'")
-    deal = np.argsort(-costs, kind="stable") if method == "lpt" else np.arange(len(costs))
+    if method not in BALANCE_METHODS:
+        raise ValueError(f"balanced_tile_lists: method {method!r}, not one of {', '.join(map(repr, BALANCE_METHODS))}")
+    if method == "section_lpt":
+        if not section_tiles or section_tiles < 1:
+            raise ValueError("balanced_tile_lists: method 'section_lpt' needs section_tiles >= 1 (tiles per L2 "
+                             "section: heads per section x query blocks per head)")
+        deal = np.concatenate([s0 + np.argsort(-costs[s0:s0 + section_tiles], kind="stable")
+                               for s0 in range(0, len(costs), section_tiles)])
+    else:
+        deal = np.argsort(-costs, kind="stable") if method == "lpt" else np.arange(len(costs))
     heap = [(0.0, p) for p in range(ctas)]          # (load so far, CTA): ties go to the lower CTA index
     owner = np.empty(len(costs), dtype=np.int64)
     for i in deal.tolist():
@@ -284,7 +309,7 @@ def _balanced_schedule(N, BH, n_mblk, sec, causal, cta_m, block_n, ctas, method,
     """(order, start) of :func:`balanced_tile_lists` as int32 tensors on ``device``, once per launch shape."""
     import torch
     costs = fwd_tile_kv_tiles(N, BH, n_mblk, sec, causal, cta_m, block_n) + TILE_OVERHEAD_KV_TILES
-    order, start = balanced_tile_lists(costs, ctas, method)
+    order, start = balanced_tile_lists(costs, ctas, method, section_tiles=sec * n_mblk)
     return torch.from_numpy(order).to(device), torch.from_numpy(start).to(device)
 
 
@@ -363,7 +388,16 @@ def fwd_constexprs(cfg: dict, causal: bool, d: int) -> dict:
     (benchmarks/experiments/gluon_compile_sm90.py)."""
     return dict(CAUSAL=bool(causal), NC=cfg["NC"], BLOCK_M=64, BLOCK_N=cfg["BLOCK_N"], HEAD_D=d,
                 STAGES=cfg["STAGES"], PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=cfg["CONSUMER_REGS"],
-                BALANCED=bool(cfg.get("BALANCED", False)), PV_WAIT_BLOCK=bool(cfg.get("PV_WAIT_BLOCK", False)))
+                BALANCED=bool(cfg.get("BALANCED", False)), PV_WAIT_BLOCK=bool(cfg.get("PV_WAIT_BLOCK", False)),
+                V_STAGES=cfg.get("V_STAGES") or cfg["STAGES"])
+
+
+def fwd_smem_bytes(d: int, element_bytes: int, NC: int, BLOCK_N: int, STAGES: int, V_STAGES: int | None = None,
+                   **_) -> int:
+    """Shared memory of one forward CTA's tiles: two Q buffers of 64 x d per consumer, the K ring (STAGES slots)
+    and the V ring (V_STAGES, default STAGES) of BLOCK_N x d each (the mbarriers add a few hundred bytes). An
+    H100/H200 CTA may have 227 KB."""
+    return element_bytes * d * (2 * NC * 64 + (STAGES + (V_STAGES or STAGES)) * BLOCK_N)
 
 
 #: the keys a backward configuration may set (:data:`BWD_CONFIGS`, ``gluon_backward(config=...)``)
@@ -491,6 +525,6 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
 
 
 __all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",
-           "forward_config", "balanced_tile_lists", "fwd_tile_list", "fwd_tile_kv_tiles", "TILE_OVERHEAD_KV_TILES", "HEAD_DIMS",
-           "FWD_CONFIGS", "FWD_CONFIG_KEYS", "FWD_CONFIGS_BY_N", "fwd_constexprs", "BWD_CONFIGS", "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS",
+           "forward_config", "balanced_tile_lists", "BALANCE_METHODS", "fwd_tile_list", "fwd_tile_kv_tiles", "TILE_OVERHEAD_KV_TILES", "HEAD_DIMS",
+           "FWD_CONFIGS", "FWD_CONFIG_KEYS", "FWD_CONFIGS_BY_N", "fwd_constexprs", "fwd_smem_bytes", "BWD_CONFIGS", "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS",
            "BWD_DEFAULT_FROM_N"]

@@ -3,8 +3,10 @@
 One CTA (persistent: at most one per SM) runs NC + 1 partitions that talk only through shared memory and mbarriers:
 
 - a **producer** (one warp, 24 registers) that issues every TMA copy: for each output tile, the Q rows of each
-  consumer (two buffers per consumer), then the K and V tiles into rings of ``STAGES`` shared-memory slots, K one
-  tile ahead of V. It never touches a register tile.
+  consumer (two buffers per consumer), then the K tiles into a ring of ``STAGES`` shared-memory slots and the V
+  tiles into a ring of ``V_STAGES``, K one tile ahead of V (K is needed first, so a deeper K ring is where a spare
+  slot helps: at d=128 three K slots and two V slots fit beside the four Q buffers, three of each do not). It never
+  touches a register tile.
 - ``NC`` **consumer warpgroups** (4 warps each; NC = 2 or 3), each owning ``BLOCK_M`` = 64 query rows of the CTA's
   ``NC * 64``-row tile. They share every K/V slot, so a slot is released when all NC of them have arrived.
   Each consumer runs the intra-warpgroup pipeline of FA3: it issues S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} as two
@@ -92,7 +94,7 @@ def _producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
               turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
               CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
               HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, BALANCED: gl.constexpr,
-              PV_WAIT_BLOCK: gl.constexpr):
+              PV_WAIT_BLOCK: gl.constexpr, V_STAGES: gl.constexpr):
     """The load warp: TMA copies only, each completing on the ``ready`` mbarrier of its slot.
 
     Order per output tile: the Q rows of every consumer (double-buffered, so the next tile's Q lands while this
@@ -102,7 +104,7 @@ def _producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
     tile's S_0 is computed and dropped."""
     CTA_M: gl.constexpr = NC * BLOCK_M
     kc = 0                # K tiles issued: slot kc % STAGES
-    vc = 0                # V tiles issued: slot vc % STAGES
+    vc = 0                # V tiles issued: slot vc % V_STAGES
     tile_count = 0        # output tiles started: Q buffer tile_count % 2
     i0, n_mine = _my_tiles(order_ptr, start_ptr, n_tiles, BALANCED)
     for it in range(n_mine + 1):
@@ -137,8 +139,8 @@ def _producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
                     tma.async_copy_global_to_shared(k_desc, [row0 + (j + 1) * BLOCK_N, 0], k_ready.index(s),
                                                     k_bufs.index(s))
                     kc += 1
-                s = vc % STAGES
-                mbarrier.wait(v_empty.index(s), ((vc // STAGES) & 1) ^ 1)   # every consumer is done with V
+                s = vc % V_STAGES
+                mbarrier.wait(v_empty.index(s), ((vc // V_STAGES) & 1) ^ 1)   # every consumer is done with V
                 mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
                 # TMA: V tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
                 tma.async_copy_global_to_shared(v_desc, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_bufs.index(s))
@@ -170,17 +172,51 @@ def _masked_scores(s, q0, j, N, s_layout: gl.constexpr, CAUSAL: gl.constexpr, BL
 
 
 @gluon.jit
+def _softmax_first(sc, q0, N, qk_scale, s_layout: gl.constexpr, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
+                   BLOCK_N: gl.constexpr):
+    """softmax(S_0) of a tile, the first K/V tile: (row max in log2 units, row sum of exp, P in fp32)."""
+    if _needs_mask(q0, 0, N, CAUSAL, BLOCK_N):
+        sc = _masked_scores(sc, q0, 0, N, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
+    m_i = gl.max(sc, 1) * qk_scale                   # running row max (log2 units)
+    p = gl.exp2(sc * qk_scale - gl.expand_dims(m_i, 1))
+    return m_i, gl.sum(p, 1), p
+
+
+@gluon.jit
+def _store_tile(acc, m_i, l_i, bh, q0, o_ptr, lse_ptr, N, o_layout: gl.constexpr, s_layout: gl.constexpr,
+                BLOCK_M: gl.constexpr, HEAD_D: gl.constexpr):
+    """Epilogue of one warpgroup's rows of a tile: O = acc / l and LSE = ln(sum exp), rows past N dropped."""
+    row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+    acc = acc * gl.expand_dims(gl.convert_layout(1.0 / l_i, row_o), 1)
+    rows_o = q0 + gl.arange(0, BLOCK_M, layout=row_o)
+    cols_o = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, o_layout))
+    row_off = (bh * N + rows_o).to(gl.int64) * HEAD_D
+    o_ptrs = o_ptr + gl.expand_dims(row_off, 1) + gl.expand_dims(cols_o, 0)
+    o_mask = gl.expand_dims(rows_o < N, 1) & gl.expand_dims(cols_o < HEAD_D, 0)
+    # writes O once: BLOCK_M*d elements per warpgroup per tile (rows past N dropped)
+    gl.store(o_ptrs, acc.to(o_ptr.dtype.element_ty), mask=o_mask)
+    rows_s = q0 + gl.arange(0, BLOCK_M, layout=row_s)
+    lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
+    # writes LSE once: BLOCK_M fp32 per warpgroup per tile
+    gl.store(lse_ptr + bh * N + rows_s, lse, mask=rows_s < N)
+
+
+@gluon.jit
 def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
               turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
               C: gl.constexpr, CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr,
               BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
-              BALANCED: gl.constexpr, PV_WAIT_BLOCK: gl.constexpr):
+              BALANCED: gl.constexpr, PV_WAIT_BLOCK: gl.constexpr, V_STAGES: gl.constexpr):
     """Consumer warpgroup C: BLOCK_M query rows of each tile, S and O in registers, P handed to wgmma in registers.
 
     Pipeline (FA3's intra-warpgroup overlap): in each turn it issues S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} as two
     asynchronous wgmma groups, waits for S_j only, and runs softmax(S_j) while the PV group is still on the tensor
     cores. Across tiles, the last PV product of a tile is issued together with S_0 of the next, and the epilogue
-    (O / l, stores) runs while that S_0 computes."""
+    (O / l, stores) runs while that S_0 computes; softmax(S_0) then runs at the top of the next tile with no
+    product of this warpgroup in flight. (Issuing S_0 first and running its softmax under the last PV product
+    instead, as inside a tile, changed no row beyond the rounds' spread on an H200:
+    benchmarks/results/gluon_s0_overlap_h200_2026-12-03.md.)"""
     CTA_M: gl.constexpr = NC * BLOCK_M
     dtype: gl.constexpr = q_desc.dtype
     # wgmma accumulator layouts: 4 warps along M (m64 per instruction), the whole tile width along N
@@ -189,7 +225,6 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, HEAD_D, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    row_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
 
     i0, n_mine = _my_tiles(order_ptr, start_ptr, n_tiles, BALANCED)
@@ -204,8 +239,8 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
     mbarrier.wait(k_ready.index(s_idx), (kc // STAGES) & 1)
     if PINGPONG:
         mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
-    sc = warpgroup_mma(q_bufs.index(2 * C), k_bufs.index(s_idx).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
-                       is_async=True)
+    sc = warpgroup_mma(q_bufs.index(2 * C), k_bufs.index(s_idx).permute((1, 0)),
+                       gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
     if PINGPONG:
         mbarrier.arrive(turn.index((C + 1) % NC))
         turn_count += 1
@@ -216,19 +251,14 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
         q0 = mblk * CTA_M + C * BLOCK_M              # first query row (within the head) of this warpgroup
         n_kv = _num_kv_tiles(mblk, N, CAUSAL, CTA_M, BLOCK_N)
         q_smem = q_bufs.index(2 * C + tile_count % 2)
+        acc = gl.zeros([BLOCK_M, HEAD_D], gl.float32, o_layout)   # running unnormalised O
 
         # ---- tile 0: S_0 was issued in the previous turn ----
         sc = warpgroup_mma_wait(0, deps=(sc,))
         mbarrier.arrive(k_empty.index(s_idx))        # this warpgroup is done reading K_0
-        if _needs_mask(q0, 0, N, CAUSAL, BLOCK_N):
-            sc = _masked_scores(sc, q0, 0, N, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
-        m_i = gl.max(sc, 1) * qk_scale               # running row max (log2 units)
-        p = gl.exp2(sc * qk_scale - gl.expand_dims(m_i, 1))
-        l_i = gl.sum(p, 1)                           # running row sum of exp
+        m_i, l_i, p = _softmax_first(sc, q0, N, qk_scale, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
         p16 = gl.convert_layout(p.to(dtype), p_layout)
-        acc = gl.zeros([BLOCK_M, HEAD_D], gl.float32, o_layout)   # running unnormalised O
-        prev = s_idx
-        prev_ph = (kc // STAGES) & 1
+        prev = kc                                    # K/V tile count of V_{j-1}: V slot prev % V_STAGES
         kc += 1
 
         # ---- tiles 1..n_kv-1: issue S_j and O += P_{j-1} V_{j-1}; softmax(S_j) while PV runs ----
@@ -237,9 +267,10 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
             mbarrier.wait(k_ready.index(s_idx), (kc // STAGES) & 1)
             if PINGPONG:
                 mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
-            sc = warpgroup_mma(q_smem, k_bufs.index(s_idx).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
-            mbarrier.wait(v_ready.index(prev), prev_ph)
-            acc = warpgroup_mma(p16, v_bufs.index(prev), acc, is_async=True)
+            sc = warpgroup_mma(q_smem, k_bufs.index(s_idx).permute((1, 0)),
+                               gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+            mbarrier.wait(v_ready.index(prev % V_STAGES), (prev // V_STAGES) & 1)
+            acc = warpgroup_mma(p16, v_bufs.index(prev % V_STAGES), acc, is_async=True)
             if PINGPONG:
                 mbarrier.arrive(turn.index((C + 1) % NC))
                 turn_count += 1
@@ -260,44 +291,31 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
                 mbarrier.wait(k_ready.index((kc + 1) % STAGES), ((kc + 1) // STAGES) & 1)
             # P_{j-1} stays in deps so that its registers live until the PV group that reads them is done
             acc, p16 = warpgroup_mma_wait(0, deps=(acc, p16))
-            mbarrier.arrive(v_empty.index(prev))     # this warpgroup is done reading V_{j-1}
+            mbarrier.arrive(v_empty.index(prev % V_STAGES))   # this warpgroup is done reading V_{j-1}
             acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
             p16 = gl.convert_layout(p.to(dtype), p_layout)
-            prev = s_idx
-            prev_ph = (kc // STAGES) & 1
+            prev = kc
             kc += 1
 
         mbarrier.arrive(q_empty.index(2 * C + tile_count % 2))   # last QKᵀ of this tile done: Q may be refilled
+        nq = 2 * C + (tile_count + 1) % 2
         # ---- one turn: the last PV product of this tile, then S_0 of the next tile ----
-        mbarrier.wait(v_ready.index(prev), prev_ph)
+        mbarrier.wait(v_ready.index(prev % V_STAGES), (prev // V_STAGES) & 1)
         if PINGPONG:
             mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
-        acc = warpgroup_mma(p16, v_bufs.index(prev), acc, is_async=True)
-        nq = 2 * C + (tile_count + 1) % 2
+        acc = warpgroup_mma(p16, v_bufs.index(prev % V_STAGES), acc, is_async=True)
         mbarrier.wait(q_ready.index(nq), ((tile_count + 1) // 2) & 1)
         s_idx = kc % STAGES
         mbarrier.wait(k_ready.index(s_idx), (kc // STAGES) & 1)
-        sc = warpgroup_mma(q_bufs.index(nq), k_bufs.index(s_idx).permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False,
-                           is_async=True)
+        sc = warpgroup_mma(q_bufs.index(nq), k_bufs.index(s_idx).permute((1, 0)),
+                           gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
         if PINGPONG:
             mbarrier.arrive(turn.index((C + 1) % NC))
             turn_count += 1
         acc, p16 = warpgroup_mma_wait(1, deps=(acc, p16))   # the PV group is done; the next S_0 may run
-        mbarrier.arrive(v_empty.index(prev))
-
-        # ---- epilogue, while the next S_0 runs: O = acc / l, LSE = ln(sum exp) ----
-        acc = acc * gl.expand_dims(gl.convert_layout(1.0 / l_i, row_o), 1)
-        rows_o = q0 + gl.arange(0, BLOCK_M, layout=row_o)
-        cols_o = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, o_layout))
-        row_off = (bh * N + rows_o).to(gl.int64) * HEAD_D
-        o_ptrs = o_ptr + gl.expand_dims(row_off, 1) + gl.expand_dims(cols_o, 0)
-        o_mask = gl.expand_dims(rows_o < N, 1) & gl.expand_dims(cols_o < HEAD_D, 0)
-        # writes O once: BLOCK_M*d elements per warpgroup per tile (rows past N dropped)
-        gl.store(o_ptrs, acc.to(dtype), mask=o_mask)
-        rows_s = q0 + gl.arange(0, BLOCK_M, layout=row_s)
-        lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
-        # writes LSE once: BLOCK_M fp32 per warpgroup per tile
-        gl.store(lse_ptr + bh * N + rows_s, lse, mask=rows_s < N)
+        mbarrier.arrive(v_empty.index(prev % V_STAGES))
+        # ---- epilogue, while the next S_0 runs ----
+        _store_tile(acc, m_i, l_i, bh, q0, o_ptr, lse_ptr, N, o_layout, s_layout, BLOCK_M, HEAD_D)
         tile_count += 1
 
     # ---- the extra S_0 issued after the last tile: wait for it and release its K slot and Q buffer ----
@@ -310,20 +328,20 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
 def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
                   CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                  BALANCED: gl.constexpr = False, PV_WAIT_BLOCK: gl.constexpr = False):
+                  BALANCED: gl.constexpr = False, PV_WAIT_BLOCK: gl.constexpr = False, V_STAGES: gl.constexpr = 2):
     """Allocate the shared-memory ring and the mbarriers, then fork into producer and consumer partitions."""
     gl.static_assert(NC == 2 or NC == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
     q_bufs = gl.allocate_shared_memory(dtype, [2 * NC, BLOCK_M, HEAD_D], q_desc.layout)   # 2 per consumer
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_D], k_desc.layout)
-    v_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_D], v_desc.layout)
+    v_bufs = gl.allocate_shared_memory(dtype, [V_STAGES, BLOCK_N, HEAD_D], v_desc.layout)
     q_ready = gl.allocate_shared_memory(gl.int64, [2 * NC, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [2 * NC, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [NC, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [V_STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [V_STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(2 * NC):
         mbarrier.init(q_ready.index(i), count=1)     # completed by the TMA byte count
         mbarrier.init(q_empty.index(i), count=1)     # consumer i // 2
@@ -332,6 +350,7 @@ def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mbl
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(k_empty.index(i), count=NC)    # every consumer releases the slot
+    for i in gl.static_range(V_STAGES):
         mbarrier.init(v_ready.index(i), count=1)
         mbarrier.init(v_empty.index(i), count=NC)
     fence_async_shared()
@@ -340,26 +359,26 @@ def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mbl
         gl.warp_specialize([
             (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                          v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK)),
+                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
             (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                          v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK)),
+                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
             (_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                          v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK)),
+                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
         ], [4, 1], [CONSUMER_REGS, 24])
     else:
         gl.warp_specialize([
             (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                          v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK)),
+                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
             (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                          v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK)),
+                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
             (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                          v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         2, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK)),
+                         2, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
             (_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
                          v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK)),
+                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 24])
