@@ -55,6 +55,7 @@ def test_configs_cover_every_head_dim_and_mask():
             v_stages = cfg.get("V_STAGES", cfg["STAGES"])
             smem = 2 * (2 * cfg["NC"] * 64 * d + (cfg["STAGES"] + v_stages) * cfg["BLOCK_N"] * d)
             assert G.fwd_smem_bytes(d, 2, **cfg) == smem <= 227 * 1024
+            assert cfg["BALANCED"] is False or cfg["BALANCED"] in G.BALANCE_METHODS
     # a K ring of 3 and a V ring of 2 fit at d=128 beside the four Q buffers (224 KiB); 3 and 3 do not
     assert G.fwd_smem_bytes(128, 2, NC=2, BLOCK_N=128, STAGES=3, V_STAGES=2) == 224 * 1024
     assert G.fwd_smem_bytes(128, 2, NC=2, BLOCK_N=128, STAGES=3) > 227 * 1024
