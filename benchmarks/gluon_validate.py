@@ -91,6 +91,11 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=timing.ROUNDS,
                     help="interleaved timing rounds per row (each kernel of the row once per round, a fresh order "
                          "each round; ratios: median over rounds of the per-round ratio, with their min-max)")
+    ap.add_argument("--timing", choices=("rounds", "calls"), default=timing.MODE,
+                    help="rounds: each kernel of a row a do_bench median per round (--rounds); calls: every kernel "
+                         "once per iteration, each call timed on its own (--iters), ratios per iteration "
+                         "(gluon_bench.timing.MODE says why)")
+    ap.add_argument("--iters", type=int, default=timing.ITERS, help="with --timing calls: iterations per row")
     ap.add_argument("--tune-fwd-rows", default=None, metavar="TABLE_JSON",
                     help="with --bwd: tune the forward per (d, causal, N) on the rows that missed 1.0x cuDNN in this "
                          "earlier table (both dtypes), before the grid; out['fwd_adopted'] says what won")
@@ -99,7 +104,7 @@ def main(argv=None):
                     help="with --bwd: apply a --tune-fwd-rows run's fwd_adopted before the table, and time the "
                          "replaced configuration beside it in those rows")
     args = ap.parse_args(argv)
-    timing.ROUNDS = args.rounds
+    timing.ROUNDS, timing.MODE, timing.ITERS = args.rounds, args.timing, args.iters
     import torch
     if args.bwd or args.ncu_bwd:
         return bwd_main(args)

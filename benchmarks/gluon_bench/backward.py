@@ -374,7 +374,9 @@ def bwd_main(args):
             for N in (int(x) for x in args.ns.split(",")):
                 fwd_replaced.setdefault((d, c, N), g.forward_config(d, c, N))
             g.FWD_CONFIGS[(d, c)] = dict(g.FWD_CONFIGS[(d, c)], **over)
-    result["rounds"] = timing.ROUNDS
+    # timing rounds per row: do_bench rounds, or with --timing calls the iterations, one call of each kernel each
+    result["rounds"] = timing.ITERS if timing.MODE == "calls" else timing.ROUNDS
+    result["timing"] = timing.MODE
     # the forward's configurations (as the forward-only run records them), and its overrides by N
     result["configs"] = {f"d{d}_causal{int(c)}": cfg for (d, c), cfg in g.FWD_CONFIGS.items()}
     result["configs_by_n"] = {f"d{d}_causal{int(c)}": ranges for (d, c), ranges in g.FWD_CONFIGS_BY_N.items()}
