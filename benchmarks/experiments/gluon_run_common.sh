@@ -24,8 +24,9 @@ ncu_summarise() {
   python3 benchmarks/experiments/gluon_limiter_summary.py "$1" > "$2" 2>&1
 }
 # override_grid_then_table OVERRIDE ROUNDS NAME: the forward correctness grid with the --fwd-override entries OVERRIDE
-# ($O/NAME_grid.json; all 40 cases must pass), then the whole table's rows with them, ROUNDS interleaved rounds, the
-# configurations they replace timed beside them ($O/NAME.json), and gluon_vs_committed.py's per-row ratios
+# ($O/NAME_grid.json; all 40 cases must pass), then the whole table's rows with them (or those TABLE_ARGS selects,
+# e.g. TABLE_ARGS="--ds 64 --causals 1"), ROUNDS interleaved rounds, the configurations they replace timed beside
+# them ($O/NAME.json), and gluon_vs_committed.py's per-row ratios
 override_grid_then_table() {
   local ok
   log "grid, $1"
@@ -36,7 +37,7 @@ print(int(len(c) == 40 and all(x['ok'] for x in c)))" 2>/dev/null || echo 0)
   log "table (grid passed: $ok)"
   if [ "$ok" = 1 ]; then
     timeout "${TABLE_S:-380}" python3 benchmarks/gluon_validate.py --bwd --grid none --no-triton --rounds "$2" \
-        --warmup 10 --rep 25 --fwd-override "$1" --out "$O/$3.json" 2>&1 | quiet | tail -36
+        --warmup 10 --rep 25 --fwd-override "$1" ${TABLE_ARGS:-} --out "$O/$3.json" 2>&1 | quiet | tail -36
     python3 benchmarks/experiments/gluon_vs_committed.py "$O/$3.json"
   fi
 }
