@@ -4,7 +4,8 @@ timed the Triton kernels, their ratio too; where it timed the committed backward
 ones (``--bwd-override``), the committed configurations' ratio to cuDNN (the whole flash_backward path, as Gluon's).
 Where the run timed in interleaved rounds (``--rounds``), the ratio is the median of the per-round ratios and the
 table gives their min-max over the rounds; where it timed a replaced forward configuration beside an adopted one
-(``--fwd-adopted``), that one's per-round ratio too.
+(``--fwd-adopted``), that one's per-round ratio too. A run timed call by call (``--timing calls``) has one "round" per
+iteration, and the range is the median's 94 % interval over the iterations, not their min-max (the headers say so).
 
     python benchmarks/experiments/gluon_table_md.py benchmarks/results/gluon_h200_2026-12-02_4.json
 """
@@ -31,6 +32,9 @@ def _span(xs):
 def main(argv=None):
     data = json.load(open((argv or sys.argv[1:])[0]))
     rows = data["rows"]
+    # the range beside each ratio: min-max over rounds, or over many calls the median's interval (timing.round_ratio)
+    rng = "calls' median interval" if data.get("timing") == "calls" else "rounds min-max"
+    every_word = "at both ends of the interval" if data.get("timing") == "calls" else "in every round"
     for kind, key, target in (("forward", "_fwd", 1.0), ("backward", "", 0.9)):
         print(f"\n### {kind} (TFLOP/s; ratio = the other kernel's time / Gluon's)\n")
         triton = any(f"gluon{key}_vs_triton" in r for r in rows)
@@ -39,11 +43,11 @@ def main(argv=None):
         spread = any(f"gluon{key}_vs_cudnn_min" in r for r in rows)
         replaced = kind == "forward" and any("gluon_fwd_vs_committed" in r for r in rows)
         head = "| dtype | d | causal | N | cuDNN | SDPA-flash |" + (" Triton |" if triton else "") + " Gluon |"
-        head += " Gluon/cuDNN |" + (" rounds min-max |" if spread else "")
+        head += " Gluon/cuDNN |" + (f" {rng} |" if spread else "")
         head += " Gluon/flash |" + (" Gluon/Triton |" if triton else "")
         head += " ping-pong off: Gluon ms on / off |" if pingpong else ""
         head += " committed configurations: Gluon/cuDNN |" if committed else ""
-        head += " adopted / replaced configuration (rounds min-max) |" if replaced else ""
+        head += f" adopted / replaced configuration ({rng}) |" if replaced else ""
         head += f" correct | target >= {target}x cuDNN |"
         print(head)
         print("|" + "---|" * (head.count("|") - 1))
@@ -89,7 +93,7 @@ def main(argv=None):
                   + (f"; Gluon/Triton {_span(tr)} ({sum(x >= 1 for x in tr)}/{len(tr)} rows >= 1)" if tr else "")
                   + (f"; with the committed configurations: {met_c}/{len(ratios_c)} rows, {_span(ratios_c)}"
                      if ratios_c else "")
-                  + (f"; met in every round: {every}, missed in every round: {none}" if spread else ""))
+                  + (f"; met {every_word}: {every}, missed {every_word}: {none}" if spread else ""))
 
 
 if __name__ == "__main__":
