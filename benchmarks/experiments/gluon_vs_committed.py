@@ -1,6 +1,7 @@
 """Print, per timed row of a gluon_validate.py table run with --fwd-override or --fwd-beside, the forward under
 test against the configuration it replaced, timed beside it in the same rounds (``gluon_fwd_vs_committed``: the
-median over rounds of committed time / tested time, with the rounds' min-max), and both against cuDNN.
+median over rounds of committed time / tested time, with the rounds' min-max, or for a ``--timing calls`` run the
+median's interval over the calls), and both against cuDNN.
 
     python benchmarks/experiments/gluon_vs_committed.py TABLE_JSON
 """
@@ -12,8 +13,11 @@ import sys
 
 
 def main(path: str) -> None:
-    rows = [r for r in json.load(open(path))["rows"] if "gluon_fwd_vs_committed" in r]
-    print("dtype     d causal     N | tested/committed (min-max) | committed/cuDNN tested/cuDNN")
+    data = json.load(open(path))
+    rows = [r for r in data["rows"] if "gluon_fwd_vs_committed" in r]
+    # the range beside each ratio, as gluon_table_md.py labels it: min-max over rounds, or the median's interval
+    spread = "calls' interval" if data.get("timing") == "calls" else "min-max"
+    print(f"dtype     d causal     N | tested/committed ({spread}) | committed/cuDNN tested/cuDNN")
     for r in rows:
         committed_vs_cudnn = r["cudnn_fwd_ms"] / r["gluon_committed_fwd_ms"]
         print(f"{r['dtype'].replace('torch.', ''):9s} {r['d']:3d} {str(r['causal']):6s} {r['N']:5d} | "
