@@ -6,8 +6,10 @@ What it does, in under three minutes on a 2-core CI machine:
    notebook (the driver :mod:`flashsim.course.kit.lab_browser`, shared with ``benchmarks/dashboard_latency.py``);
 2. opens ``05_flash_forward.ipynb`` in chromium (``/usr/bin/chromium``, headless, its own temporary profile) and
    runs every cell through JupyterLab's ``notebook:run-all-cells`` command, then checks no cell raised;
-3. finds the slider labelled ``block_c``, moves it one step with the keyboard, and asserts that the plot in the
-   same output area changes (the ``<img>``/``<svg>`` content or an ipympl ``<canvas>``'s pixels differ);
+3. finds the slider labelled ``block_c``, waits until its plot shows one settled frame, moves the slider one step
+   with the keyboard, waits (polling screenshots, :func:`~flashsim.course.kit.lab_browser.settled_screenshot`)
+   until the kernel's new frame is on the screen, and asserts that the plot in the same output area changed (the
+   ``<img>``/``<svg>`` content or an ipympl ``<canvas>``'s pixels, and the screenshot itself);
 4. asserts the browser console logged no errors (``console.error`` and uncaught page errors);
 5. saves screenshots of the output area before and after, and of the whole page, under pytest's ``tmp_path``
    and prints their paths.
@@ -125,25 +127,24 @@ def test_chapter05_slider_moves_plot(jupyterlab, tmp_path):
             assert before is not None, f"no slider labelled {SLIDER_LABEL!r} on the page"
             assert before["plots"], f"no plot (<img>, <svg> or <canvas>) next to the {SLIDER_LABEL!r} slider"
             area = page.locator(".jp-Cell-outputArea").nth(before["index"])
-            plot = _largest_plot(area)
+            # the first frame may still be on its way: wait until the plot shows one state, then record it
+            png_before, settled = lab.settled_screenshot(page, lambda: _largest_plot(area), timeout_s=60)
+            assert settled, "the plot kept changing before the slider was touched"
+            before = page.evaluate(_PLOT_SIGNATURE, SLIDER_LABEL)
             shot_before, plot_before = tmp_path / "ch05_before.png", tmp_path / "ch05_plot_before.png"
             area.screenshot(path=str(shot_before))
-            plot.screenshot(path=str(plot_before))
+            plot_before.write_bytes(png_before)
 
             handle = slider.locator(".noUi-handle").first
             handle.focus()
             page.keyboard.press("ArrowRight")
-            try:
-                page.wait_for_function(f"() => {{ const s = ({_PLOT_SIGNATURE})({json.dumps(SLIDER_LABEL)}); "
-                                       f"return s && JSON.stringify(s.plots) !== {json.dumps(json.dumps(before['plots']))}; }}",
-                                       timeout=60_000)
-            except sync_api.TimeoutError:
-                pass
-            page.wait_for_timeout(500)  # let the redraw settle before the screenshots
+            # the readout moves at once; the kernel's new frame arrives when it arrives: poll what is on the screen
+            png_after, settled = lab.settled_screenshot(page, lambda: _largest_plot(area), timeout_s=90,
+                                                        differ_from=png_before)
             after = page.evaluate(_PLOT_SIGNATURE, SLIDER_LABEL)
             shot_after, plot_after = tmp_path / "ch05_after.png", tmp_path / "ch05_plot_after.png"
             area.screenshot(path=str(shot_after))
-            _largest_plot(area).screenshot(path=str(plot_after))
+            plot_after.write_bytes(png_after)
             shot_page = tmp_path / "ch05_page.png"
             page.screenshot(path=str(shot_page), full_page=False)
             print(f"browser test: screenshots in {tmp_path}: {shot_before.name}, {shot_after.name}, "

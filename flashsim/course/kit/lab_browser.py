@@ -29,7 +29,8 @@ import uuid
 from pathlib import Path
 
 __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "ROOT", "PLOT_JS", "copy_notebooks", "start_lab", "stop_lab",
-           "shutdown_kernels", "launch_chromium", "open_notebook", "run_all", "why_not_runnable"]
+           "shutdown_kernels", "launch_chromium", "open_notebook", "run_all", "settled_screenshot",
+           "why_not_runnable"]
 
 #: the checkout this module lives in (its notebooks/ and the package the kernel imports)
 ROOT = Path(__file__).resolve().parents[3]
@@ -216,3 +217,27 @@ def run_all(page, budget_s: float) -> dict:
     errors = [e for c in (state or {}).get("cells", []) for e in c["errors"]]
     done = bool(state and state.get("ready") and all(c["count"] is not None for c in state["cells"]))
     return {"run_all_s": round(time.monotonic() - t0, 1), "errors": errors, "finished": done, "state": state}
+
+
+def settled_screenshot(page, locate, timeout_s: float = 60.0, differ_from: bytes | None = None,
+                       poll_s: float = 0.3) -> tuple[bytes, bool]:
+    """A PNG screenshot of the element ``locate()`` returns once what it shows has settled: the kernel is idle and
+    three screenshots ``poll_s`` apart are equal (and, with ``differ_from``, differ from those bytes).
+
+    Why: a slider's value changes in the browser at once, but the kernel redraws the figure and ipympl sends the
+    pixels later; on a loaded 2-core machine that took over the half second a fixed wait allowed, and a test
+    compared two screenshots of the same frame (CI, 2026-12-03). Polling what a person would see waits as long
+    as it takes and no longer. ``locate`` is called anew at every poll (the element may be replaced).
+    Returns (the last screenshot, whether it settled within `timeout_s`)."""
+    deadline = time.monotonic() + timeout_s
+    last, same = None, 0
+    while True:
+        idle = page.evaluate(_KERNEL_IDLE)
+        shot = locate().screenshot()
+        same = same + 1 if (idle and shot == last) else 0
+        last = shot
+        if same >= 2 and (differ_from is None or shot != differ_from):
+            return shot, True
+        if time.monotonic() > deadline:
+            return shot, False
+        page.wait_for_timeout(poll_s * 1000)
