@@ -4,6 +4,7 @@ import json
 
 from benchmarks import fidelity_h200 as F
 from benchmarks import gpu_validate as G
+from benchmarks.fidelity_bench import writeback as W  # measure_writeback reads _writeback_ncu there
 
 MIB = 1 << 20
 
@@ -108,7 +109,7 @@ def test_measure_writeback_splits_the_rows_per_config(monkeypatch):
     launches = [{"kernel": k, "dram_read_bytes": float(r), "dram_write_bytes": float(w)} for k, r, w in rows]
     log = {"configs": [{"i": 0, "started": True, "count": 3}, {"i": 1, "started": False, "count": 0,
                                                              "error": "Traceback: boom"}]}
-    monkeypatch.setattr(F, "_writeback_ncu", lambda spec, names, timeout: (launches, [1] * len(rows), log))
+    monkeypatch.setattr(W, "_writeback_ncu", lambda spec, names, timeout: (launches, [1] * len(rows), log))
     a, b = F.measure_writeback(cfgs, before=1, after=1, base=0, repeats=1)
     assert b == {"error": "Traceback: boom"}
     assert [L["total_write_bytes"] for L in a["launches"]] == [12, 14, 2]
@@ -147,7 +148,7 @@ def test_measure_writeback_two_flushes_each_side_and_repeats(monkeypatch):
         rows += [(f, 256, 4), (f, 256, 1), (k, kr, kw), (f, 256, a1), (f, 256, a2), (f, 256, b1), (f, 256, b2)]
     launches = [{"kernel": n, "dram_read_bytes": float(r), "dram_write_bytes": float(w)} for n, r, w in rows]
     log = {"configs": [{"i": 0, "started": True, "count": 2}]}
-    monkeypatch.setattr(F, "_writeback_ncu", lambda spec, names, timeout: (launches, [1] * len(rows), log))
+    monkeypatch.setattr(W, "_writeback_ncu", lambda spec, names, timeout: (launches, [1] * len(rows), log))
     (a,) = F.measure_writeback([cfg], before=2, after=2, base=2, repeats=2, counted=2)
     (L,) = a["launches"]
     # repeat 1: 10 + 23 - 3 = 30; repeat 2: 8 + 31 - 3 = 36; lower median = repeat 1
