@@ -21,7 +21,6 @@ the system chromium by path). ``FLASHSIM_BROWSER_NOTEBOOK=/path/to/nb.ipynb`` po
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -139,8 +138,8 @@ def test_chapter05_slider_moves_plot(jupyterlab, tmp_path):
             handle.focus()
             page.keyboard.press("ArrowRight")
             # the readout moves at once; the kernel's new frame arrives when it arrives: poll what is on the screen
-            png_after, settled = lab.settled_screenshot(page, lambda: _largest_plot(area), timeout_s=90,
-                                                        differ_from=png_before)
+            png_after, _ = lab.settled_screenshot(page, lambda: _largest_plot(area), timeout_s=90,
+                                                 differ_from=png_before)
             after = page.evaluate(_PLOT_SIGNATURE, SLIDER_LABEL)
             shot_after, plot_after = tmp_path / "ch05_after.png", tmp_path / "ch05_plot_after.png"
             area.screenshot(path=str(shot_after))
