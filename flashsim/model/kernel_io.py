@@ -15,8 +15,8 @@ Two byte counts per launch and tensor, equal when every row a kernel touches sta
   them (:func:`l1_io`, measured on the H200). Triton vectorizes an access (16 bytes per thread, one instruction
   per row piece) only when it knows the row stride and the mask bound along the row are multiples of 16
   elements. Otherwise each thread loads one element per instruction, and a row that starts mid-sector costs the
-  sectors each instruction touches: up to 1.25x the element bytes for an fp16 row at N=1000. The flash backward
-  pass also loads its row statistics (LSE, delta) once per warp that holds a copy of them.
+  sectors each instruction touches: up to a quarter more than the element bytes for an fp16 row at N=1000. The
+  flash backward pass also loads its row statistics (LSE, delta) once per warp that holds a copy of them.
 
 Kernels and their shapes (``kernel`` names, as the CLI spells them):
 
@@ -45,6 +45,8 @@ import numpy as np
 from flashsim.errors import FlashsimError
 from flashsim.model.attention.visibility import (block_extent, first_visible_row_block, n_blocks, tile_sums,
                                                  tile_visible, visible_col_blocks)
+from flashsim.model.calibration import (L2_DIRTY_FRACTION, L2_PROTECTED_FRACTION, L2_SHARED_FRACTION, L2_TILE_COSTS,
+                                        LAUNCH_PROGRAMS_PER_SM, PROGRAMS_PER_SM)
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.hardware import get_device
 from flashsim.model.l2 import Access, L2Result, simulate_l2
@@ -588,52 +590,9 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
     return out
 
 
-#: Programs resident per SM assumed by the L2 model. The flash kernels at GPU block sizes (BLOCK_M=128, d=128,
-#: K/V tiles double/triple-buffered) use most of an SM's shared memory and register file: one program per SM
-#: (calibrated against Nsight Compute's DRAM bytes, see benchmarks/results/kernels_h200_2026-11-29.md).
-PROGRAMS_PER_SM = 1
-
-#: Launches whose occupancy is not PROGRAMS_PER_SM, from their resources: the online softmax holds its tiles in
-#: registers (no shared-memory tiles: 128-512 bytes of it; 4 warps at 140-252 registers per thread for blocks of
-#: 32-64 x 64-128, compiled for sm_90 offline), so the register file (64 K per SM) keeps 2 of its programs per SM
-#: (3 at 32 x 64): every program of a launch up to 264 row blocks is resident at once, and its second pass over X
-#: re-reads the whole matrix's worth of first-pass reads, not 132 rows' worth.
-LAUNCH_PROGRAMS_PER_SM = {"_online_softmax_kernel": 2}
-
-#: Fraction of the L2 the model uses. H100/H200 split the L2 into two partitions (30 MiB each on the H200); a line
-#: one SM reads from the far partition is also kept in the near one, so data read by every SM (K/V tiles) fills
-#: both halves: about one partition's worth holds distinct data. A stream of writes alone (the naive scores
-#: kernel, tiled_matmul) leaves 26-28 MiB of it dirty at the end of the launch on the H200. Chosen together with
-#: L2_PROTECTED_FRACTION, on the configurations benchmarks/fidelity_h200.py marks "fit" only (Nsight Compute's
-#: DRAM bytes on the H200; 0.45-0.50 x 0.5-0.7 searched); the others check them.
-L2_SHARED_FRACTION = 0.48
-
-#: Share of that capacity the segmented LRU keeps for tiles in reuse or written (flashsim.model.l2): a stream read
-#: once goes first. With plain LRU the model wrote back too much (1.16x flash_bwd's, 1.24x flash_fwd's DRAM
-#: writes; 2.5x those of the naive softmax, whose read-once S pushed out the P just written).
-L2_PROTECTED_FRACTION = 0.6
-
-#: L2 capacity per byte of a tile (several programs touch it, one program only reads it, one program writes it),
-#: relative to L2_SHARED_FRACTION of the L2. A line every SM reads is kept in both partitions; a line one SM
-#: touches is held once and copied into its near partition only part of the time. 0.63 for both (one program's
-#: tiles, read or written, alike) was chosen from 0.60-0.68 in steps of 0.01 on the online softmax launches
-#: benchmarks/fidelity_h200.py marks "fit" (its second pass over X hits where X and the P written so far fit:
-#: the read error of the fit launches smallest at 0.63, 50.0 / 50.3 MiB at N=4096; the other kernels' fit reads
-#: do not change over 0.55-0.70), with LAUNCH_PROGRAMS_PER_SM in place;
-#: benchmarks/results/fidelity_h200_2026-12-03_online_softmax.md. Before: (1.0, 0.7, 1.0).
-L2_TILE_COSTS = (1.0, 0.63, 0.63)
-
-#: The most bytes the model keeps dirty, as a fraction of the L2 (flashsim.model.l2's ``dirty_limit``): a write
-#: stream on the H200 leaves 26-28 MiB dirty at its end, which written tiles at cost 1 met by filling the capacity;
-#: at cost 0.63 the capacity holds more, so the limit says it. 0.44 (26.4 MiB) chosen from 0.36-0.48 on the window
-#: writes (ncu's window of one kernel) of the "fit" launches: 26/39 within the criterion at 0.43-0.45, 22-25 at the
-#: others (29/39 with the model before; flash_fwd's and flash_bwd's writes are the ones lost: their O, dK, dV stay
-#: in the L2 at cost 0.63). The write-back measurement's reads and writes do not depend on it.
-L2_DIRTY_FRACTION = 0.44
-
-
 def launch_programs_per_sm(launch: str, default: int = PROGRAMS_PER_SM) -> int:
-    """Programs of ``launch`` resident per SM in the L2 model: LAUNCH_PROGRAMS_PER_SM, else ``default``."""
+    """Programs of ``launch`` resident per SM in the L2 model: LAUNCH_PROGRAMS_PER_SM, else ``default``
+    (both from :mod:`flashsim.model.calibration`)."""
     return LAUNCH_PROGRAMS_PER_SM.get(launch, default)
 
 

@@ -1,0 +1,35 @@
+"""The calibration table: every fitted constant names the kept results it was fitted on; the model reads it from
+there and restates nothing."""
+import re
+from pathlib import Path
+
+import pytest
+
+from flashsim.model import calibration, kernel_io
+from flashsim.model.calibration import CALIBRATION
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+@pytest.mark.parametrize("name", sorted(CALIBRATION))
+def test_each_constant_names_kept_indexed_results(name):
+    entry = CALIBRATION[name]
+    assert entry.fitted_on and entry.method and entry.score and entry.what
+    index = (RESULTS / "README.md").read_text()
+    for f in entry.fitted_on + entry.checked_on:
+        assert (RESULTS / f).is_file(), f"{name}: {f} is not in benchmarks/results/"
+        assert f"`{f}`" in index, f"{name}: {f} has no line in benchmarks/results/README.md"
+    assert getattr(calibration, name) == entry.value
+
+
+def test_the_kernel_view_uses_the_table():
+    for name in CALIBRATION:
+        assert getattr(kernel_io, name) is getattr(calibration, name)
+
+
+def test_l2_and_kernel_io_restate_no_fitted_value():
+    for module in ("l2.py", "kernel_io.py"):
+        text = (ROOT / "flashsim" / "model" / module).read_text()
+        for value in ("0.48", "0.63", "0.44", "0.6 "):
+            assert not re.search(rf"(?<![\d.]){re.escape(value)}", text), f"{module} restates {value}"
