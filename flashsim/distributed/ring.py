@@ -81,7 +81,7 @@ def merge_on_device(o_a, lse_a, o_b, lse_b):
 
     The ring's devices merge where their partials live (a GPU's, in NCCL runs), so this is the device-side
     form of :func:`flashsim.model.attention.online_softmax.merge_partials`, the one definition, which works in
-    float64 numpy; tests/multi checks that the two agree.
+    float64 numpy; tests/distributed checks that the two agree.
     """
     import torch                          # lazy: torch is an optional extra
     lse = torch.logaddexp(lse_a, lse_b)

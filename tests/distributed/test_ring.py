@@ -10,7 +10,7 @@ import torch
 from flashsim.model.multi import cluster as md
 from flashsim.model.attention.online_softmax import merge_partials
 from flashsim.model.attention.reference import reference_attention
-from flashsim.multi.distributed import block_attention, merge_on_device, run_ring
+from flashsim.distributed.ring import block_attention, merge_on_device, run_ring
 from flashsim.errors import FlashsimError
 
 
@@ -78,7 +78,7 @@ def test_without_torch_the_module_imports_and_the_launcher_names_the_install():
     import subprocess
     import sys
     code = ("import sys; sys.modules['torch'] = None\n"
-            "from flashsim.multi import distributed as D\n"
+            "from flashsim.distributed import ring as D\n"
             "from flashsim.errors import MissingExtra\n"
             "for call in (D.run_ring, D.pick_backend):\n"
             "    try:\n"
