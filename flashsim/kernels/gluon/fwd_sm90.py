@@ -215,8 +215,7 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
     cores. Across tiles, the last PV product of a tile is issued together with S_0 of the next, and the epilogue
     (O / l, stores) runs while that S_0 computes; softmax(S_0) then runs at the top of the next tile with no
     product of this warpgroup in flight. (Issuing S_0 first and running its softmax under the last PV product
-    instead, as inside a tile, changed no row beyond the rounds' spread on an H200:
-    benchmarks/results/gluon_s0_overlap_h200_2026-12-03.md.)"""
+    instead, as inside a tile, was measured no faster: benchmarks/results/NOTES.md.)"""
     CTA_M: gl.constexpr = NC * BLOCK_M
     dtype: gl.constexpr = q_desc.dtype
     # wgmma accumulator layouts: 4 warps along M (m64 per instruction), the whole tile width along N
