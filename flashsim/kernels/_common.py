@@ -12,6 +12,12 @@ import triton.language as tl
 
 from flashsim.errors import FlashsimError
 from flashsim.kernels.runtime import interpreting, select_backend
+from flashsim.model.attention import online_softmax
+
+#: log2(e) and ln(2) as Triton compile-time constants (a @triton.jit function reads a global only as a constexpr):
+#: the kernels fold LOG2E into the score scale and use exp2; LN2 turns the base-2 logsumexp into natural log
+LOG2E = tl.constexpr(online_softmax.LOG2E)
+LN2 = tl.constexpr(online_softmax.LN2)
 
 #: the backend decision, made before any kernel module below decorates a kernel (every one imports this module)
 BACKEND = select_backend().require()
