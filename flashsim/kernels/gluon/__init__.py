@@ -27,6 +27,8 @@ import os
 
 import numpy as np
 
+from flashsim.model.attention.online_softmax import LOG2E
+
 #: head dims the Gluon forward covers (each a tuned configuration in :data:`FWD_CONFIGS`)
 HEAD_DIMS = (64, 128)
 
@@ -334,7 +336,7 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     ok, why = supports(q, k, v, causal)
     if not ok:
         raise RuntimeError(f"gluon_forward: {why}")
-    from .fwd_sm90 import LOG2E, attn_fwd_sm90
+    from .fwd_sm90 import attn_fwd_sm90
 
     B, H, N, d = q.shape
     scale = d ** -0.5 if sm_scale is None else float(sm_scale)
@@ -471,7 +473,7 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    from .bwd_sm90 import LOG2E, attn_bwd_sm90
+    from .bwd_sm90 import attn_bwd_sm90
 
     B, H, N, d = q.shape
     block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])

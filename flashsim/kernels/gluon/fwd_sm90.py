@@ -35,8 +35,10 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
+from flashsim.model.attention import online_softmax
+
+#: ln 2 as a compile-time constant of the kernel (the one definition: model.attention.online_softmax)
+_LN2 = gl.constexpr(online_softmax.LN2)
 
 
 @gluon.jit
@@ -197,7 +199,7 @@ def _store_tile(acc, m_i, l_i, bh, q0, o_ptr, lse_ptr, N, o_layout: gl.constexpr
     # writes O once: BLOCK_M*d elements per warpgroup per tile (rows past N dropped)
     gl.store(o_ptrs, acc.to(o_ptr.dtype.element_ty), mask=o_mask)
     rows_s = q0 + gl.arange(0, BLOCK_M, layout=row_s)
-    lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
+    lse = (m_i + gl.log2(l_i)) * _LN2
     # writes LSE once: BLOCK_M fp32 per warpgroup per tile
     gl.store(lse_ptr + bh * N + rows_s, lse, mask=rows_s < N)
 
