@@ -39,6 +39,7 @@ Block sizes are the kernels' ``block_m`` (BLOCK_M, the paper's Br) and ``block_n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -596,33 +597,51 @@ def launch_programs_per_sm(launch: str, default: int = PROGRAMS_PER_SM) -> int:
     return LAUNCH_PROGRAMS_PER_SM.get(launch, default)
 
 
+class L2Settings(NamedTuple):
+    """The L2 model's settings for the kernel view (defaults: the calibration table, :mod:`flashsim.model.calibration`).
+
+    ``programs_per_sm``: programs resident per SM (None: each launch's own, :func:`launch_programs_per_sm`);
+    ``l2_fraction``: the share of the L2 the model uses; ``protected_fraction``: the segmented LRU's protected
+    share (None: one plain LRU); ``tile_costs``: (shared, private, written), the L2 capacity per byte of a tile
+    several programs touch, one program only reads, one program writes; ``dirty_fraction``: the most bytes kept
+    dirty, as a share of the L2 (None: no limit); ``flush_writes``: count the dirty bytes left at the end as written
+    (every write reaches DRAM once) rather than only those written back while the kernel runs."""
+    programs_per_sm: int | None = None
+    l2_fraction: float = L2_SHARED_FRACTION
+    protected_fraction: float | None = L2_PROTECTED_FRACTION
+    tile_costs: tuple = L2_TILE_COSTS
+    dirty_fraction: float | None = L2_DIRTY_FRACTION
+    flush_writes: bool = False
+
+
 def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
                 batch: int = 1, heads: int = 1, block_k: int = 32, hardware="h200",
-                programs_per_sm: int | None = None, l2_fraction: float = L2_SHARED_FRACTION,
-                flush_writes: bool = False, protected_fraction: float | None = L2_PROTECTED_FRACTION,
-                tile_costs: tuple = L2_TILE_COSTS, dirty_fraction: float | None = L2_DIRTY_FRACTION) -> dict:
+                settings: L2Settings | None = None, **changes) -> dict:
     """DRAM bytes of each launch predicted by the L2 model: {launch name: L2Result, ..., "total": L2Result}.
 
-    Each launch is simulated from a cold L2 with :func:`flashsim.model.l2.simulate_l2`, ``num_sms × programs_per_sm``
-    programs resident (None: each launch's own, :func:`launch_programs_per_sm`) and ``l2_bytes × l2_fraction`` of
-    cache, a segmented LRU (``protected_fraction``; None = plain LRU), at most ``l2_bytes × dirty_fraction`` bytes
-    dirty (None = no limit). The L2 is write-back: ``flush_writes=False`` (the default) counts the dirty tiles
-    written back while the kernel runs, which is what Nsight Compute measures for one kernel: dirty lines still in
-    L2 when it ends are written back later, outside its measurement. ``flush_writes=True`` charges every written
-    byte to the kernel (each write reaches DRAM once eventually). Either way each result's ``dirty_end_bytes`` says
-    how many were still dirty at the end. ``tile_costs``: (shared, private, written), the L2 capacity per byte of a
-    tile several programs touch, one program only reads, one program writes (:func:`flashsim.model.l2.simulate_l2`).
+    Each launch is simulated from a cold L2 with :func:`flashsim.model.l2.simulate_l2` under ``settings``
+    (:class:`L2Settings`, the calibrated model by default), with any of its fields changed by keyword
+    (``kernel_dram(..., flush_writes=True)``): ``num_sms × programs_per_sm`` programs resident, ``l2_bytes ×
+    l2_fraction`` of cache, at most ``l2_bytes × dirty_fraction`` bytes dirty. The L2 is write-back: with
+    ``flush_writes=False`` (the default) a result counts the dirty tiles written back while the kernel runs, which is
+    what Nsight Compute measures for one kernel (dirty lines still in the L2 when it ends are written back later,
+    outside its measurement); ``flush_writes=True`` charges every written byte to the kernel. Either way each
+    result's ``dirty_end_bytes`` says how many were still dirty at the end.
     """
+    unknown = sorted(set(changes) - set(L2Settings._fields))
+    if unknown:
+        raise FlashsimError(f"kernel_dram: unknown L2 setting(s) {unknown}: use {list(L2Settings._fields)}")
+    cfg = (settings or L2Settings())._replace(**changes)
     hw = get_device(hardware)
     res = {}
     total = L2Result()
-    cap = max(1, int(hw.l2_bytes * l2_fraction))
-    dirty_limit = None if dirty_fraction is None else int(hw.l2_bytes * dirty_fraction)
-    shared, private, written = tile_costs
+    cap = max(1, int(hw.l2_bytes * cfg.l2_fraction))
+    dirty_limit = None if cfg.dirty_fraction is None else int(hw.l2_bytes * cfg.dirty_fraction)
+    shared, private, written = cfg.tile_costs
     for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k):
-        per_sm = launch_programs_per_sm(name) if programs_per_sm is None else programs_per_sm
-        r = simulate_l2(progs, cap, hw.num_sms * per_sm, flush_writes=flush_writes,
-                        protected_fraction=protected_fraction, shared_cost=shared, private_cost=private,
+        per_sm = launch_programs_per_sm(name) if cfg.programs_per_sm is None else cfg.programs_per_sm
+        r = simulate_l2(progs, cap, hw.num_sms * per_sm, flush_writes=cfg.flush_writes,
+                        protected_fraction=cfg.protected_fraction, shared_cost=shared, private_cost=private,
                         write_cost=written, dirty_limit=dirty_limit)
         res[name] = r
         total = total + r

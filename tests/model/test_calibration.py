@@ -33,3 +33,17 @@ def test_l2_and_kernel_io_restate_no_fitted_value():
         text = (ROOT / "flashsim" / "model" / module).read_text()
         for value in ("0.48", "0.63", "0.44", "0.6 "):
             assert not re.search(rf"(?<![\d.]){re.escape(value)}", text), f"{module} restates {value}"
+
+
+def test_kernel_dram_settings_default_to_the_table_and_name_a_wrong_key():
+    from flashsim.errors import FlashsimError
+    s = kernel_io.L2Settings()
+    assert (s.l2_fraction, s.protected_fraction, s.tile_costs, s.dirty_fraction) == (
+        calibration.L2_SHARED_FRACTION, calibration.L2_PROTECTED_FRACTION, calibration.L2_TILE_COSTS,
+        calibration.L2_DIRTY_FRACTION)
+    args = ("flash_fwd", 1024, 64, 64, 64)
+    assert kernel_io.kernel_dram(*args, settings=s)["total"] == kernel_io.kernel_dram(*args)["total"]
+    assert kernel_io.kernel_dram(*args, settings=s._replace(flush_writes=True))["total"] == \
+        kernel_io.kernel_dram(*args, flush_writes=True)["total"]
+    with pytest.raises(FlashsimError, match="l2_fraction"):
+        kernel_io.kernel_dram(*args, l2_frac=0.5)
