@@ -342,25 +342,48 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
     The same accesses as :func:`kernel_io`, costed per warp instruction (module docstring). Equal to the element
     bytes when N and d are multiples of 16 and every row segment is whole sectors."""
     es = _check(kernel, n, d, block_m, block_n, dtype)
-    bh = batch * heads
-    N, bm, bn = n, block_m, block_n
-    tm, tn = n_blocks(N, bm), n_blocks(N, bn)
-    vc = [visible_col_blocks(i, bm, bn, N, causal) for i in range(tm)]          # col blocks row block i sees
-    vr = [tm - first_visible_row_block(j, bm, bn, causal) for j in range(tn)]  # row blocks col block j sees
+    return getattr(_L1Launch(n, d, block_m, block_n, causal, es, batch * heads, block_k), kernel)()
 
-    def counter(e, hs, rs, aligned, **kw):
-        return _L1Counter(e, bh, hs, rs, aligned, **kw)
 
-    def rows_of(cnt, block, per_block):            # each block of rows, `per_block(t)` times, its whole row width
-        for t in range(n_blocks(N, block)):
-            cnt.add(t * block, block_extent(t, block, N), 0, cnt_width[id(cnt)], per_block(t))
+class _L1Launch:
+    """One launch geometry and the ways its kernels walk their tensors, for :func:`l1_io`: one method per kernel,
+    each returning that kernel's [(l1_loads, l1_stores)] per launch."""
 
-    def vector(cnt, block, per_block):             # 1-D (heads, N) tensor: block t's elements, per_block(t) times
-        for t in range(n_blocks(N, block)):
-            cnt.add(0, 1, t * block, block_extent(t, block, N), per_block(t))
+    def __init__(self, n: int, d: int, block_m: int, block_n: int, causal: bool, es: int, bh: int, block_k: int):
+        self.N, self.d, self.bm, self.bn, self.es, self.bh, self.block_k = n, d, block_m, block_n, es, bh, block_k
+        self.tm, self.tn = n_blocks(n, block_m), n_blocks(n, block_n)
+        self.vc = [visible_col_blocks(i, block_m, block_n, n, causal) for i in range(self.tm)]  # col blocks row i sees
+        self.vr = [self.tm - first_visible_row_block(j, block_m, block_n, causal)                # row blocks col j sees
+                   for j in range(self.tn)]
 
-    def tiles(cnt, visible_cols):                  # (heads, N, N) tiles: row block i, its visible column blocks
-        for i in range(tm):
+    def counter(self, e, hs, rs, aligned, **kw) -> _L1Counter:
+        return _L1Counter(e, self.bh, hs, rs, aligned, **kw)
+
+    def nd(self, aligned=None) -> _L1Counter:
+        """A (heads, N, d) tensor, rows d elements apart."""
+        c = self.counter(self.es, self.N * self.d, self.d, _aligned(self.d) if aligned is None else aligned)
+        c.width = self.d
+        return c
+
+    def stat(self, launch=None) -> _L1Counter:
+        """A (heads, N) fp32 statistic (in its layout in a backward launch)."""
+        vec, lanes = _BWD_STAT_LAYOUT.get(launch, (1, 32))
+        return self.counter(F32, self.N, 0, _aligned(self.N), vec=vec, lanes=lanes)
+
+    def rows_of(self, cnt, block, per_block) -> None:
+        """Each block of rows of a (heads, N, d) tensor, ``per_block(t)`` times, its whole row width."""
+        for t in range(n_blocks(self.N, block)):
+            cnt.add(t * block, block_extent(t, block, self.N), 0, cnt.width, per_block(t))
+
+    def vector(self, cnt, block, per_block) -> None:
+        """A 1-D (heads, N) tensor: block t's elements, ``per_block(t)`` times."""
+        for t in range(n_blocks(self.N, block)):
+            cnt.add(0, 1, t * block, block_extent(t, block, self.N), per_block(t))
+
+    def tiles(self, cnt, visible_cols) -> None:
+        """(heads, N, N) tiles: row block i, its ``visible_cols(i)`` column blocks."""
+        N, bm, bn = self.N, self.bm, self.bn
+        for i in range(self.tm):
             r = block_extent(i, bm, N)
             full = min(visible_cols(i), N // bn)
             cnt.add(i * bm, r, 0, bn, full) if (bn * cnt.es) % SECTOR_BYTES == 0 else [
@@ -368,65 +391,65 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
             if visible_cols(i) > full:
                 cnt.add(i * bm, r, full * bn, N - full * bn)
 
-    cnt_width: dict = {}
-
-    def nd(aligned=None):                          # a (heads, N, d) tensor, rows d elements apart
-        c = counter(es, N * d, d, _aligned(d) if aligned is None else aligned)
-        cnt_width[id(c)] = d
-        return c
-
-    def stat(launch=None):                         # a (heads, N) fp32 statistic (its layout in a bwd launch)
-        vec, lanes = _BWD_STAT_LAYOUT.get(launch, (1, 32))
-        return counter(F32, N, 0, _aligned(N), vec=vec, lanes=lanes)
-
-    once = (lambda t: 1)
-    out = []
-    if kernel == "flash_fwd":
-        q, k, v, o, lse = nd(), nd(), nd(), nd(), stat()
-        rows_of(q, bm, once)
-        rows_of(k, bn, lambda j: vr[j])
-        rows_of(v, bn, lambda j: vr[j])
-        rows_of(o, bm, once)
-        vector(lse, bm, once)
+    def flash_fwd(self) -> list:
+        bm, bn, vr = self.bm, self.bn, self.vr
+        once = (lambda t: 1)
+        out = []
+        q, k, v, o, lse = self.nd(), self.nd(), self.nd(), self.nd(), self.stat()
+        self.rows_of(q, bm, once)
+        self.rows_of(k, bn, lambda j: vr[j])
+        self.rows_of(v, bn, lambda j: vr[j])
+        self.rows_of(o, bm, once)
+        self.vector(lse, bm, once)
         out.append(({"Q": q.bytes, "K": k.bytes, "V": v.bytes}, {"O": o.bytes, "LSE": lse.bytes}))
-    elif kernel == "flash_bwd":
-        o, do, delta = nd(), nd(), stat()
-        rows_of(o, bm, once)
-        rows_of(do, bm, once)
-        vector(delta, bm, once)
+        return out
+
+    def flash_bwd(self) -> list:
+        bm, bn, d, vc, vr = self.bm, self.bn, self.d, self.vc, self.vr
+        once = (lambda t: 1)
+        out = []
+        o, do, delta = self.nd(), self.nd(), self.stat()
+        self.rows_of(o, bm, once)
+        self.rows_of(do, bm, once)
+        self.vector(delta, bm, once)
         out.append(({"O": o.bytes, "DO": do.bytes}, {"DELTA": delta.bytes}))
-        k, v, q, do2, dk, dv = nd(), nd(), nd(), nd(), nd(), nd()
-        lse, dl = stat("_bwd_dkdv"), stat("_bwd_dkdv")
-        rows_of(k, bn, once)
-        rows_of(v, bn, once)
-        rows_of(q, bm, lambda i: vc[i])
-        rows_of(do2, bm, lambda i: vc[i])
+        k, v, q, do2, dk, dv = self.nd(), self.nd(), self.nd(), self.nd(), self.nd(), self.nd()
+        lse, dl = self.stat("_bwd_dkdv"), self.stat("_bwd_dkdv")
+        self.rows_of(k, bn, once)
+        self.rows_of(v, bn, once)
+        self.rows_of(q, bm, lambda i: vc[i])
+        self.rows_of(do2, bm, lambda i: vc[i])
         copies = _bwd_stat_copies("_bwd_dkdv", d, bm)
-        vector(lse, bm, lambda i: vc[i] * copies)
-        vector(dl, bm, lambda i: vc[i] * copies)
-        rows_of(dk, bn, once)
-        rows_of(dv, bn, once)
+        self.vector(lse, bm, lambda i: vc[i] * copies)
+        self.vector(dl, bm, lambda i: vc[i] * copies)
+        self.rows_of(dk, bn, once)
+        self.rows_of(dv, bn, once)
         out.append(({"K": k.bytes, "V": v.bytes, "Q": q.bytes, "LSE": lse.bytes, "DO": do2.bytes,
                      "DELTA": dl.bytes}, {"DK": dk.bytes, "DV": dv.bytes}))
-        q, do, k, v, dq = nd(), nd(), nd(), nd(), nd()
-        lse, dl = stat("_bwd_dq"), stat("_bwd_dq")
-        rows_of(q, bm, once)
-        rows_of(do, bm, once)
+        q, do, k, v, dq = self.nd(), self.nd(), self.nd(), self.nd(), self.nd()
+        lse, dl = self.stat("_bwd_dq"), self.stat("_bwd_dq")
+        self.rows_of(q, bm, once)
+        self.rows_of(do, bm, once)
         copies = _bwd_stat_copies("_bwd_dq", d, bm)
-        vector(lse, bm, lambda i: copies)
-        vector(dl, bm, lambda i: copies)
-        rows_of(k, bn, lambda j: vr[j])
-        rows_of(v, bn, lambda j: vr[j])
-        rows_of(dq, bm, once)
+        self.vector(lse, bm, lambda i: copies)
+        self.vector(dl, bm, lambda i: copies)
+        self.rows_of(k, bn, lambda j: vr[j])
+        self.rows_of(v, bn, lambda j: vr[j])
+        self.rows_of(dq, bm, once)
         out.append(({"Q": q.bytes, "DO": do.bytes, "LSE": lse.bytes, "DELTA": dl.bytes, "K": k.bytes,
                      "V": v.bytes}, {"DQ": dq.bytes}))
-    elif kernel == "naive":
-        q, k, s = nd(), nd(), counter(F32, N * N, N, _aligned(N))
-        rows_of(q, bm, lambda i: vc[i])
-        rows_of(k, bn, lambda j: vr[j])
-        tiles(s, lambda i: tn)                                   # S is stored whole, causal too
+        return out
+
+    def naive(self) -> list:
+        N, bm, bn, d, tn, vc, vr = self.N, self.bm, self.bn, self.d, self.tn, self.vc, self.vr
+        once = (lambda t: 1)
+        out = []
+        q, k, s = self.nd(), self.nd(), self.counter(F32, N * N, N, _aligned(N))
+        self.rows_of(q, bm, lambda i: vc[i])
+        self.rows_of(k, bn, lambda j: vr[j])
+        self.tiles(s, lambda i: tn)                                   # S is stored whole, causal too
         out.append(({"Q": q.bytes, "K": k.bytes}, {"S": s.bytes}))
-        s2, p = counter(F32, N * N, N, _aligned(N)), counter(F32, N * N, N, _aligned(N))
+        s2, p = self.counter(F32, N * N, N, _aligned(N)), self.counter(F32, N * N, N, _aligned(N))
         for c in (s2, p):
             c.add(0, N, 0, N)
         out.append(({"S": s2.bytes}, {"P": p.bytes}))
@@ -434,13 +457,18 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
         # tile's shape (BLOCK_N = the padded d), P gets O's 4 (the kernel's max_contiguous) and, where it may not
         # vectorize, loads them in 4 instructions across the tile's width
         p_vec = 4 if bn == max(16, 1 << max(0, d - 1).bit_length()) and _aligned(d) else 1
-        p2 = counter(F32, N * N, N, _aligned(N), vec=p_vec, lanes=max(1, min(32, bn // p_vec)))
-        v, o = nd(), nd()
-        tiles(p2, lambda i: vc[i])
-        rows_of(v, bn, lambda j: vr[j])
-        rows_of(o, bm, once)
+        p2 = self.counter(F32, N * N, N, _aligned(N), vec=p_vec, lanes=max(1, min(32, bn // p_vec)))
+        v, o = self.nd(), self.nd()
+        self.tiles(p2, lambda i: vc[i])
+        self.rows_of(v, bn, lambda j: vr[j])
+        self.rows_of(o, bm, once)
         out.append(({"P": p2.bytes, "V": v.bytes}, {"O": o.bytes}))
-    elif kernel == "tiled_matmul":
+        return out
+
+    def tiled_matmul(self) -> list:
+        N, bm, bn, d, es, tm, tn = self.N, self.bm, self.bn, self.d, self.es, self.tm, self.tn
+        vc, vr, block_k = self.vc, self.vr, self.block_k
+        out = []
         # Triton gives a load the elements per thread of a same-shaped access beside it: A's (bm, block_k) and
         # B's (block_k, bn) tiles, when equal, both take the larger (16 bytes where either may vectorize); the one
         # that may not then loads them in that many instructions across the tile's width
@@ -456,18 +484,22 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
         for j in range(tn):
             for k0 in range(0, d, block_k):
                 b.add(k0, min(block_k, d - k0), j * bn, block_extent(j, bn, N), vr[j])
-        tiles(c, lambda i: vc[i])
+        self.tiles(c, lambda i: vc[i])
         out.append(({"A": a.bytes, "B": b.bytes}, {"C": c.bytes}))
-    elif kernel == "online_softmax":
+        return out
+
+    def online_softmax(self) -> list:
+        N, bm, es, tm, vc = self.N, self.bm, self.es, self.tm, self.vc
+        out = []
         x = _L1Counter(es, 1, 0, N, _aligned(N))
         p = _L1Counter(es, 1, 0, N, _aligned(N))
         lse = _L1Counter(F32, 1, 0, 0, _aligned(N))
-        tiles(x, lambda i: vc[i])
-        tiles(p, lambda i: vc[i])
+        self.tiles(x, lambda i: vc[i])
+        self.tiles(p, lambda i: vc[i])
         for i in range(tm):
             lse.add(0, 1, i * bm, block_extent(i, bm, N))
         out.append(({"X": 2 * x.bytes}, {"P": p.bytes, "LSE": lse.bytes}))
-    return out
+        return out
 
 
 # --- tile traces for the L2 model ---------------------------------------------------------------------------
