@@ -511,30 +511,48 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
     Tile byte counts are the masked bytes of each load/store, so each launch's trace sums to :func:`kernel_io`.
     """
     es = _check(kernel, n, d, block_m, block_n, dtype)
-    bh_n = batch * heads
-    N, bm, bn = n, block_m, block_n
-    tm, tn = n_blocks(N, bm), n_blocks(N, bn)
+    trace = _TraceLaunch(n, d, block_m, block_n, causal, es, batch * heads, block_k, softmax_rows)
+    return getattr(trace, kernel)()
 
-    def kv_blocks(i):  # the K/V blocks Q row block i visits
-        return range(visible_col_blocks(i, bm, bn, N, causal))
 
-    def kv_stream(h, i):  # a Q row block's walk over K_j, V_j (flash_fwd, _bwd_dq)
-        return [a for j in kv_blocks(i) for a in (Access(("K", h, j), block_extent(j, bn, N) * d * es),
-                                                  Access(("V", h, j), block_extent(j, bn, N) * d * es))]
+class _TraceLaunch:
+    """One launch geometry and its tile walks, for :func:`kernel_trace`: one method per kernel, each returning
+    [(launch name, programs)] in launch order."""
 
-    out = []
-    # causal flash_fwd and _bwd_dq launch their Q row blocks last first (the longest programs first)
-    q_order = range(tm - 1, -1, -1) if causal else range(tm)
-    if kernel == "flash_fwd":
+    def __init__(self, n, d, block_m, block_n, causal, es, bh_n, block_k, softmax_rows):
+        self.N, self.d, self.bm, self.bn, self.causal, self.es = n, d, block_m, block_n, causal, es
+        self.bh_n, self.block_k, self.softmax_rows = bh_n, block_k, softmax_rows
+        self.tm, self.tn = n_blocks(n, block_m), n_blocks(n, block_n)
+        # causal flash_fwd and _bwd_dq launch their Q row blocks last first (the longest programs first)
+        self.q_order = range(self.tm - 1, -1, -1) if causal else range(self.tm)
+
+    def kv_blocks(self, i):
+        """The K/V blocks Q row block i visits."""
+        return range(visible_col_blocks(i, self.bm, self.bn, self.N, self.causal))
+
+    def kv_stream(self, h, i):
+        """A Q row block's walk over K_j, V_j (flash_fwd, _bwd_dq)."""
+        N, bn, d, es = self.N, self.bn, self.d, self.es
+        return [a for j in self.kv_blocks(i) for a in (Access(("K", h, j), block_extent(j, bn, N) * d * es),
+                                                       Access(("V", h, j), block_extent(j, bn, N) * d * es))]
+
+    def flash_fwd(self) -> list:
+        N, bm, d, es, bh_n = self.N, self.bm, self.d, self.es, self.bh_n
+        out = []
         progs = []
         for h in range(bh_n):
-            for i in q_order:
+            for i in self.q_order:
                 r = block_extent(i, bm, N)
-                p = [Access(("Q", h, i), r * d * es)] + kv_stream(h, i)
+                p = [Access(("Q", h, i), r * d * es)] + self.kv_stream(h, i)
                 p += [Access(("O", h, i), r * d * es, True), Access(("LSE", h, i), r * F32, True)]
                 progs.append(p)
         out.append(("_flash_fwd_kernel", progs))
-    elif kernel == "flash_bwd":
+        return out
+
+    def flash_bwd(self) -> list:
+        N, bm, bn, d, es, bh_n, tm, tn = self.N, self.bm, self.bn, self.d, self.es, self.bh_n, self.tm, self.tn
+        causal = self.causal
+        out = []
         pre = []
         for h in range(bh_n):
             for i in range(tm):
@@ -556,14 +574,20 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         out.append(("_bwd_dkdv", dkdv))
         dq = []
         for h in range(bh_n):
-            for i in q_order:
+            for i in self.q_order:
                 r = block_extent(i, bm, N)
                 p = [Access(("Q", h, i), r * d * es), Access(("DO", h, i), r * d * es),
-                     Access(("LSE", h, i), r * F32), Access(("DELTA", h, i), r * F32)] + kv_stream(h, i)
+                     Access(("LSE", h, i), r * F32), Access(("DELTA", h, i), r * F32)] + self.kv_stream(h, i)
                 p.append(Access(("DQ", h, i), r * d * es, True))
                 dq.append(p)
         out.append(("_bwd_dq", dq))
-    elif kernel == "naive":
+        return out
+
+    def naive(self) -> list:
+        N, bm, bn, d = self.N, self.bm, self.bn, self.d
+        es, bh_n, tm, tn, softmax_rows = self.es, self.bh_n, self.tm, self.tn, self.softmax_rows
+        causal = self.causal
+        out = []
         sc = []
         for h in range(bh_n):
             for j in range(tn):
@@ -587,13 +611,18 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
             for i in range(tm):
                 r = block_extent(i, bm, N)
                 p = []
-                for j in kv_blocks(i):
+                for j in self.kv_blocks(i):
                     c = block_extent(j, bn, N)
                     p += [Access(("P", h, i, j), r * c * F32), Access(("V", h, j), c * d * es)]
                 p.append(Access(("O", h, i), r * d * es, True))
                 pv.append(p)
         out.append(("_pv_kernel", pv))
-    elif kernel == "tiled_matmul":
+        return out
+
+    def tiled_matmul(self) -> list:
+        N, bm, bn, d, es, tm, tn, block_k = self.N, self.bm, self.bn, self.d, self.es, self.tm, self.tn, self.block_k
+        causal = self.causal
+        out = []
         progs = []
         for j in range(tn):
             for i in range(tm):
@@ -608,19 +637,23 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
                 p.append(Access(("C", i, j), r * c * es, True))
                 progs.append(p)
         out.append(("_matmul_kernel", progs))
-    elif kernel == "online_softmax":
+        return out
+
+    def online_softmax(self) -> list:
+        N, bm, bn, es, tm = self.N, self.bm, self.bn, self.es, self.tm
+        out = []
         progs = []
         for i in range(tm):
             r = block_extent(i, bm, N)
             tiles = []
-            for j in kv_blocks(i):
+            for j in self.kv_blocks(i):
                 tiles.append((j, r * block_extent(j, bn, N)))
             p = [Access(("X", i, j), el * es) for j, el in tiles]
             p += [a for j, el in tiles for a in (Access(("X", i, j), el * es), Access(("P", i, j), el * es, True))]
             p.append(Access(("LSE", i), r * F32, True))
             progs.append(p)
         out.append(("_online_softmax_kernel", progs))
-    return out
+        return out
 
 
 def launch_programs_per_sm(launch: str, default: int = PROGRAMS_PER_SM) -> int:
