@@ -37,6 +37,7 @@ from flashsim.cpu import (  # noqa: E402
     flash_attention_cpu,
     naive_attention_numpy,
 )
+from flashsim.course.result_figures import cpu_speed as plot  # noqa: E402  (figures/cpu_speed.png)
 from flashsim.model.attention.reference import reference_attention  # noqa: E402
 from flashsim.model.hardware import get_device  # noqa: E402
 
@@ -197,49 +198,6 @@ def run_sweep(n, d, block_rs, block_cs, reps, progress):
             points.append({"block_r": br, "block_c": bc, "working_set_bytes": working_set_bytes(br, bc, d),
                            "median_ms": 1e3 * float(np.median(t))})
     return points
-
-
-def plot(result, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
-    rows = result["speed"]
-    ns = [r["N"] for r in rows]
-    for name, style in (("flash (numba)", "o-"), ("naive numpy", "s--"), ("torch SDPA", "^:")):
-        ax1.plot(ns, [r["median_ms"][name] for r in rows], style, label=name)
-    ax1.set_xscale("log", base=2)
-    ax1.set_yscale("log")
-    ax1.set_xlabel("sequence length N (d = %d, float32, one head)" % rows[0]["d"])
-    ax1.set_ylabel("median time (ms)")
-    ax1.set_title("Attention forward on %s" % result["machine"]["cpu_short"])
-    ax1.grid(True, which="both", alpha=0.3)
-    ax1.legend()
-
-    sweep = result["block_sweep"]
-    for br in sorted({p["block_r"] for p in sweep["points"]}):
-        pts = [p for p in sweep["points"] if p["block_r"] == br]
-        ax2.plot([p["working_set_bytes"] / KiB for p in pts], [p["median_ms"] for p in pts], "o-",
-                 label=f"block_r = {br}")
-        for p in pts:
-            ax2.annotate(str(p["block_c"]), (p["working_set_bytes"] / KiB, p["median_ms"]), fontsize=7,
-                         textcoords="offset points", xytext=(2, 4))
-    for label, size, color in (("L1d", sweep["l1d_bytes"], "tab:green"), ("L2 = SRAM", sweep["l2_bytes"], "tab:red")):
-        if size:
-            ax2.axvline(size / KiB, color=color, ls="--")
-            ax2.text(size / KiB, ax2.get_ylim()[1], f" {label} {size // KiB} KiB", color=color, va="top", fontsize=8)
-    ax2.set_xscale("log", base=2)
-    ax2.set_xlabel("working set of one step (KiB): Q, O, K, V blocks + S tile; labels: block_c")
-    ax2.set_ylabel("median time (ms)")
-    ax2.set_title(f"Block size against cache size (N = {sweep['N']})")
-    ax2.grid(True, which="both", alpha=0.3)
-    ax2.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def print_table(rows):

@@ -50,9 +50,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from flashsim.course.kit import lab_browser as lab  # noqa: E402
-from flashsim.course.kit.plotting import new_figure  # noqa: E402
+from flashsim.course.result_figures import (TARGET_MEDIAN_MS, TARGET_WORST_MS, latency_plays as _plays,  # noqa: E402
+                                           latency_sliders as _sliders)
+from flashsim.course.result_figures import dashboard_latency as plot  # noqa: E402  (figures/dashboard_latency.png)
 
-TARGET_MEDIAN_MS, TARGET_WORST_MS = 100.0, 250.0
 PLAY_SLACK = 1.15            # a Play keeps up when its median frame gap is within 15 % of the interval
 
 # --- page-side probes -------------------------------------------------------------------------------------------
@@ -316,14 +317,6 @@ def _git_commit() -> str | None:
         return None
 
 
-def _sliders(data):
-    return [(r, c) for r in data["chapters"] for c in r["controls"] if c["kind"] == "slider" and c["latencies_ms"]]
-
-
-def _plays(data):
-    return [(r, c) for r in data["chapters"] for c in r["controls"] if c["kind"] == "play"]
-
-
 def summarize(data: dict) -> dict:
     sliders = [c for _, c in _sliders(data)]
     plays = [c for _, c in _plays(data)]
@@ -407,45 +400,6 @@ def markdown(data: dict) -> str:
                          f"max {_fmt(k.get('refresh_ms_max'))} ms, {k.get('gc_gen2', 0)} full garbage collections "
                          f"(longest {_fmt(k.get('gc_ms_max'))} ms) during this control's presses")
     return "\n".join(lines) + "\n"
-
-
-def plot(data, path) -> None:
-    """figures/dashboard_latency.png from a result (dict or JSON path): each slider's median and worst latency
-    (bars) against the targets, and each Play control's median frame gap against its interval."""
-    if not isinstance(data, dict):
-        data = json.loads(Path(data).read_text())
-    sliders = [(f"{r['notebook'][:2]} {c['label']}", c) for r, c in _sliders(data)]
-    plays = [(f"{r['notebook'][:2]} {c['label']}", c) for r, c in _plays(data)]
-    fig = new_figure((9, 3.2 + 0.2 * (len(sliders) + len(plays))))
-    ax = fig.add_subplot()
-    ys = list(range(len(sliders)))
-    ax.barh([y + 0.2 for y in ys], [c["worst_ms"] for _, c in sliders], 0.4, color="#ff9896", label="worst")
-    ax.barh([y - 0.2 for y in ys], [c["median_ms"] for _, c in sliders], 0.4, color="#1f77b4", label="median")
-    off = len(sliders)
-    first = True
-    for k, (_, c) in enumerate(plays):
-        y = off + k
-        gap = c["median_gap_ms"] if c["median_gap_ms"] is not None else c.get("first_frame_ms")
-        if gap is not None:
-            ax.barh(y - 0.2, gap, 0.4, color="#2ca02c" if c["keeps_up"] else "#d62728",
-                    label="Play: median frame gap (one step: first frame)" if first else None)
-        if c["interval_ms"]:
-            ax.plot([c["interval_ms"]] * 2, [y - 0.45, y + 0.45], color="k", lw=2,
-                    label="Play interval" if first else None)
-        first = False
-    ax.axvline(TARGET_MEDIAN_MS, color="#1f77b4", ls="--", lw=1, label=f"median target {TARGET_MEDIAN_MS:.0f} ms")
-    ax.axvline(TARGET_WORST_MS, color="#d62728", ls="--", lw=1, label=f"worst target {TARGET_WORST_MS:.0f} ms")
-    ax.set_yticks(list(range(len(sliders) + len(plays))),
-                  [n for n, _ in sliders] + [f"{n} (Play)" for n, _ in plays], fontsize=7)
-    ax.set_ylim(len(sliders) + len(plays) - 0.5, -0.5)
-    ax.set_xscale("log")
-    ax.set_xlabel("ms (key press → changed pixels; Play: time between frames)")
-    load = data["machine"].get("load_average_at_start")
-    ax.set_title(f"Dashboard latency in JupyterLab + Chromium, {data['size']} size, {data['date']} "
-                 f"({data['machine']['cores']}-core CPU, load {load[0] if load else '?'} at the start)", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
 
 
 def _default_name(out: Path, date: str) -> str:

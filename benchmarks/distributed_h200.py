@@ -26,7 +26,7 @@ sys.path.insert(0, HERE)
 
 from flashsim.measure.provenance import run_info  # noqa: E402
 from flashsim.model.multi.closed_forms import ring_message_bytes  # noqa: E402
-from flashsim.multi.distributed import run_ring  # noqa: E402
+from flashsim.distributed.ring import run_ring  # noqa: E402
 
 
 def versions() -> dict:

@@ -33,6 +33,8 @@ sys.path.insert(0, HERE)
 os.environ.setdefault("FLASHSIM_POISON", "1")   # NaN-filled outputs on the GPU too: an unwritten element shows
 
 from flashsim import kernels as K  # noqa: E402  (cheap: the kernels, torch and triton load on first use)
+from flashsim.course.result_figures import measured_vs_simulated  # noqa: E402
+from flashsim.course.result_figures import ncu_row_summary as summarize  # noqa: E402
 from flashsim.measure import bench, ncu_profile_batch  # noqa: E402
 from flashsim.measure.correctness import attention_vs_torch  # noqa: E402
 from flashsim.measure.provenance import run_info  # noqa: E402
@@ -337,31 +339,6 @@ def run_gpu(out_dir, skip_correct=False, no_sim=False, part="all"):
     pool.shutdown(cancel_futures=True)
 
 
-def _pct(a, b):
-    return 100.0 * (a - b) / b if b else float("nan")
-
-
-def summarize(row):
-    """Ratios of one ncu row: simulated vs measured requested (L1 global) bytes, L2 bytes and DRAM bytes."""
-    m, s = row["measured"], row["simulated"]
-    if not m or not s or "load_bytes" not in s:
-        return None
-    t = m["total"]
-    req_meas = t["global_load_bytes"] + t["global_store_bytes"]
-    req_sim = s["load_bytes"] + s["store_bytes"]
-    l2_sm = t.get("l2_read_bytes_from_sm", 0) + t.get("l2_write_bytes_from_sm", 0)
-    dram_meas = t["dram_read_bytes"] + t["dram_write_bytes"]
-    dram_sim = s["dram_read_bytes"] + s["dram_write_bytes"]
-    if row.get("set") == "tma":                       # TMA copies bypass the L1 global counters: no "req" compare
-        req_meas = float("nan")
-    return {"req_meas": req_meas, "req_sim": req_sim, "req_err_pct": _pct(req_sim, req_meas),
-            "l2_meas": l2_sm, "l2_err_pct": _pct(req_sim, l2_sm) if l2_sm else float("nan"),
-            "l2_total": t["l2_bytes"],
-            "dram_meas": dram_meas, "dram_sim": dram_sim, "dram_err_pct": _pct(dram_sim, dram_meas),
-            "dram_sim_flushed": s["dram_read_bytes"] + s.get("dram_write_bytes_flushed", 0),
-            "duration_us": t["duration_ns"] / 1e3}
-
-
 def print_table(result):
     c = result.get("correctness")
     if isinstance(c, list):
@@ -407,42 +384,13 @@ def resimulate(json_path, workers=2):
 
 
 def plot(json_path, figure, markdown=None):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    with open(json_path) as f:
-        result = json.load(f)
-    rows = [(r, summarize(r)) for r in result["ncu_sweep"]]
-    rows = [(r, s) for r, s in rows if s]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
-    colors = {"flash_fwd": "tab:blue", "flash_bwd": "tab:orange", "naive": "tab:red", "tiled_matmul": "tab:green",
-              "online_softmax": "tab:purple"}
-    for ax, (mk, sk, title) in zip(axes, (("req_meas", "req_sim", "global-memory requests (L1 global ld+st)"),
-                                          ("dram_meas", "dram_sim", "DRAM bytes (simulated with the L2 model)"))):
-        seen = set()
-        pts = [(r, s) for r, s in rows if s[mk] == s[mk]]            # TMA rows have no requested-byte count
-        for r, s in pts:
-            k = r["config"]["kernel"]
-            held = r.get("set", "sweep") != "sweep"                   # held-out and TMA rows: hollow markers
-            ax.scatter(s[mk], s[sk], label=None if k in seen else k, marker="s" if r["config"]["causal"] else "o",
-                       s=36, facecolors="none" if held else colors[k], edgecolors=colors[k])
-            seen.add(k)
-        lo = min(min(s[mk], s[sk]) for _, s in pts) / 2
-        hi = max(max(s[mk], s[sk]) for _, s in pts) * 2
-        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
-        ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="0.85", label="±10%")
-        ax.set_xscale("log"); ax.set_yscale("log")
-        ax.set_xlabel("measured by ncu (bytes)"); ax.set_ylabel("simulated by flashsim (bytes)")
-        ax.set_title(title, fontsize=10)
-        ax.legend(fontsize=8, loc="upper left")
-    v = result["versions"]
-    fig.suptitle(f"flashsim kernel view vs Nsight Compute on {v.get('gpu')} (triton {v['triton']}, "
-                 f"{v['date_utc'][:10]}); squares: causal; hollow: held-out or TMA", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(figure, dpi=130)
+    """figures/measured_vs_simulated_h200.png (drawn by the package's result figures) and, with `markdown`, the
+    run's tables."""
+    measured_vs_simulated(json_path, figure)
     print("wrote", figure)
     if markdown:
-        write_markdown(result, markdown, json_path)
+        with open(json_path) as f:
+            write_markdown(json.load(f), markdown, json_path)
 
 
 def write_markdown(result, path, json_path):

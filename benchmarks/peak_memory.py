@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from flashsim.cpu import flash_attention_cpu, flash_extra_bytes, naive_attention_numpy  # noqa: E402
+from flashsim.course.result_figures import peak_memory as plot  # noqa: E402  (figures/peak_memory_cpu.png)
 from flashsim.measure.peak_memory import peak_memory_cpu, peak_memory_gpu  # noqa: E402
 
 MiB = 1024 * 1024
@@ -111,56 +112,6 @@ def run_gpu(ns, d, heads, progress):
         rows.append(row)
         del q, k, v
     return {"device": torch.cuda.get_device_name(), "total_bytes": total, "rows": rows}
-
-
-def plot(result, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = result["cpu"]
-    gpu = result.get("gpu")
-    ns = np.array([r["N"] for r in rows], float)
-    fig, axes = plt.subplots(1, 2 if gpu else 1, figsize=(13 if gpu else 7, 4.8), squeeze=False)
-    ax = axes[0, 0]
-    for name, style in (("naive numpy", "s--"), ("torch naive", "v--"), ("flash (numba)", "o-"),
-                        ("torch SDPA", "^:")):
-        pts = [(r["N"], r[name]) for r in rows if r.get(name)]
-        if pts:
-            x, y = zip(*pts)
-            ax.plot(x, np.array(y) / MiB, style, label=name)
-    ax.plot(ns, 4 * ns ** 2 / MiB, color="grey", lw=0.8, label="N x N float32 (S)")
-    ax.plot(ns, 4 * ns * rows[0]["d"] / MiB, color="grey", lw=0.8, ls=":", label="N x d float32 (the output)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(f"sequence length N (d = {rows[0]['d']}, float32, one head)")
-    ax.set_ylabel("peak memory growth during the call (MiB)")
-    ax.set_title("CPU (this machine): naive O(N^2) vs flash O(N)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    if gpu:
-        ax = axes[0, 1]
-        grows = gpu["rows"]
-        for name, style in (("torch naive", "v--"), ("torch SDPA (flash)", "^-")):
-            pts = [(r["N"], r[name]) for r in grows if r.get(name)]
-            if pts:
-                x, y = zip(*pts)
-                ax.plot(x, np.array(y) / MiB, style, label=name)
-        gns = np.array([r["N"] for r in grows], float)
-        h = grows[0]["heads"]
-        ax.plot(gns, 2 * h * gns ** 2 / MiB, color="grey", lw=0.8, label="S: heads x N x N fp16")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel(f"sequence length N ({h} heads, d = {grows[0]['d']}, fp16)")
-        ax.set_ylabel("peak GPU memory growth (MiB)")
-        ax.set_title(f"GPU ({gpu['device']}), {gpu.get('date', '')[:10]}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def fmt(x):

@@ -5,7 +5,7 @@ results: benchmarks/results/fwd_spill_h200_2026-12-02.md).
 For each shape: the kernel's registers and spill bytes as compiled (``CompiledKernel.n_regs``/``n_spills``), its
 output checked against a float64 reference on random inputs, then its time (``triton.testing.do_bench`` median,
 the two launch options in alternating rounds). ``--ncu-one WARPS`` runs one shape's forward once with that many
-warps for ncu (local-memory and DRAM counters: benchmarks/experiments/fwd_spill_run.sh).
+warps, to run under ncu (its local-memory and DRAM counters).
 
     PYTHONPATH=$PWD python3 benchmarks/experiments/fwd_spill_h200.py --out $OUT/fwd_spill.json
 """

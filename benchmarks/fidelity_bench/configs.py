@@ -211,9 +211,9 @@ def runner_args(cfg: dict) -> dict:
 def predict(cfg: dict) -> dict:
     """Per launch: the kernel view's element and L1 (sector) bytes, per tensor, and the DRAM bytes of the L2 model
     (its defaults) and of the previous model's settings (``PREVIOUS_MODEL``, for comparison)."""
-    from flashsim.model.kernel_io import (L2_DIRTY_FRACTION, L2_PROTECTED_FRACTION, L2_SHARED_FRACTION,
-                                          L2_TILE_COSTS, LAUNCH_PROGRAMS_PER_SM, PROGRAMS_PER_SM, kernel_dram,
-                                          kernel_io)
+    from flashsim.model.calibration import (L2_DIRTY_FRACTION, L2_PROTECTED_FRACTION, L2_SHARED_FRACTION,
+                                            L2_TILE_COSTS, LAUNCH_PROGRAMS_PER_SM, PROGRAMS_PER_SM)
+    from flashsim.model.kernel_io import kernel_dram, kernel_io
     t0 = time.time()
     args = (cfg["kernel"], cfg["n"], cfg["d"], cfg["block_m"], cfg["block_n"], cfg["causal"], cfg["dtype"],
             cfg["batch"], cfg["heads"])

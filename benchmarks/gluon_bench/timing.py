@@ -54,7 +54,7 @@ def sdpa_fn(backend, q, k, v, causal):
 
 
 #: interleaved timing rounds per row (``--rounds``): the time of one kernel measured twice in one row, back to back,
-#: differed by up to 16 % on the H200 (gluon_h200_2026-12-02_4.md), clock and L2 state drifting within a row; timing
+#: differed by up to 16 % on the H200 (benchmarks/results/NOTES.md), clock and L2 state drifting within a row; timing
 #: every kernel of a row once per round, in a fresh order each round, and taking each ratio per round exposes every
 #: kernel to the same drift, and the rounds' min-max says how far a ratio can be trusted
 ROUNDS = 5
@@ -63,7 +63,7 @@ ROUNDS = 5
 #: kernel in turn, :func:`time_rounds`) or "calls" (:data:`ITERS` iterations, every kernel once per iteration, each
 #: call timed on its own after an L2 flush as do_bench times its calls, :func:`time_calls`). In "rounds" the kernels
 #: of one round are timed about a second apart, and one kernel's median moved 10-20 % from round to round on the
-#: H200 (clocks under its power limit: gluon_kv_ring_h200_2026-12-03.json), which spreads the per-round ratios
+#: H200 (clocks under its power limit; benchmarks/results/NOTES.md), which spreads the per-round ratios
 #: +-5-10 %; in "calls" the calls of one iteration are milliseconds apart, so their ratio sees one clock.
 MODE = "rounds"
 #: iterations of "calls" timing (``--iters``); each is one "round" of the row's records

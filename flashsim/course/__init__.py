@@ -1,5 +1,6 @@
-"""The course: a small kit every chapter shares (:mod:`.kit`) and one folder per chapter (``ch00/`` ... ``ch13/``,
-each with ``dashboards.py``, ``figures.py`` and ``checks.py``).
+"""The course: a small kit every chapter shares (:mod:`.kit`) and one folder per chapter (``ch00/``, ``ch01/``, ...,
+each with ``dashboards.py``, ``figures.py`` and ``checks.py``; :func:`flashsim.course.kit.namespaces.chapters` lists
+them).
 
 Notebooks reach the chapters through the flat namespaces :mod:`flashsim.widgets`, :mod:`flashsim.plots` and
 :mod:`flashsim.exercises`, and the sizes and the device report through this package::

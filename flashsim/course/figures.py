@@ -13,8 +13,8 @@ a ``figure_to_png(fig)`` helper, is not a figure and is ignored)::
 
 This module discovers them: it imports every submodule of :mod:`flashsim.plots` (``ch00.py`` ... ``ch12.py``) and
 collects its ``figure_*`` functions, plus the ``figure_*`` functions defined here (figures drawn from benchmark
-JSON results under ``benchmarks/results/``, by the benchmark scripts' own ``plot`` functions: such a function takes
-a ``path`` keyword and writes the file itself). Nothing has to be registered by hand and ``figure_*`` functions need
+JSON results under ``benchmarks/results/``, by :mod:`flashsim.course.result_figures`, which the benchmark scripts'
+``--plot`` use too: such a function takes a ``path`` keyword and writes the file itself). Nothing has to be registered by hand and ``figure_*`` functions need
 not be in ``__all__``. A function may return ``None`` to say "nothing to draw" (e.g. a benchmark result that is
 not there yet); it is then reported as skipped, not as an error. Two functions naming the same file is an error.
 
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from flashsim.course import result_figures
 from flashsim.course.kit.namespaces import chapters
 
 __all__ = ["FigureSpec", "registry", "render", "main", "ROOT"]
@@ -99,8 +100,9 @@ def registry() -> dict[str, FigureSpec]:
 def render(spec: FigureSpec, root: Path = ROOT, dpi: int = 120) -> Path | None:
     """Draw one figure and save it under `root`; None when the function had nothing to draw.
 
-    A figure function that accepts a ``path`` keyword writes the file itself (benchmark scripts' own ``plot``
-    functions): it is called with the output path and returns a truthy value when it wrote it."""
+    A figure function that accepts a ``path`` keyword writes the file itself (the figures of benchmark results,
+    :mod:`flashsim.course.result_figures`): it is called with the output path and returns a truthy value when it
+    wrote it."""
     out = Path(root) / spec.path
     out.parent.mkdir(parents=True, exist_ok=True)
     if "path" in inspect.signature(spec.func).parameters:
@@ -146,61 +148,53 @@ def _newest_result(pattern: str, need: str | None = None) -> tuple[Path, dict] |
     return path, data
 
 
-def _benchmark_script(name: str):
-    """Import benchmarks/<name>.py (a script, not a package) to reuse its ``plot`` function."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(f"_flashsim_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _drawn_by_benchmark(pattern: str, need: str, script: str, path, by_path: bool = False):
-    """Draw the newest benchmarks/results/<pattern> (having key `need`) with benchmarks/<script>.py's ``plot``:
-    ``plot(data, path)``, or ``plot(json_path, path)`` when `by_path`. None while there is no such result."""
+def _drawn_from_result(pattern: str, need: str, draw, path, by_path: bool = False):
+    """Draw the newest benchmarks/results/<pattern> (having key `need`) with `draw`, one of
+    :mod:`flashsim.course.result_figures`: ``draw(data, path)``, or ``draw(json_path, path)`` when `by_path`. None
+    while there is no such result."""
     found = _newest_result(pattern, need=need)
     if found is None:
         return None
-    plot = _benchmark_script(script).plot
     if by_path:
-        plot(str(found[0]), str(path))
+        draw(str(found[0]), str(path))
     else:
-        plot(found[1], path)
+        draw(found[1], path)
     return True
 
 
 def figure_peak_memory_cpu(path=None):
     """figures/peak_memory_cpu.png
 
-    From the newest benchmarks/results/cpu_peak_memory_*.json, drawn by benchmarks/peak_memory.py's ``plot``.
+    From the newest benchmarks/results/cpu_peak_memory_*.json (written by benchmarks/peak_memory.py).
     """
-    return _drawn_by_benchmark("cpu_peak_memory_*.json", "cpu", "peak_memory", path)
+    return _drawn_from_result("cpu_peak_memory_*.json", "cpu", result_figures.peak_memory, path)
 
 
 def figure_cpu_speed(path=None):
     """figures/cpu_speed.png
 
-    From the newest benchmarks/results/cpu_speed_*.json, drawn by benchmarks/cpu_speed.py's ``plot``.
+    From the newest benchmarks/results/cpu_speed_*.json (written by benchmarks/cpu_speed.py).
     """
-    return _drawn_by_benchmark("cpu_speed_*.json", "speed", "cpu_speed", path)
+    return _drawn_from_result("cpu_speed_*.json", "speed", result_figures.cpu_speed, path)
 
 
 def figure_measured_vs_simulated_h200(path=None):
     """figures/measured_vs_simulated_h200.png
 
-    From the newest benchmarks/results/kernels_h200*.json (the ncu sweep), drawn by benchmarks/gpu_validate.py's
-    ``plot``; skipped while that result is not there.
+    From the newest benchmarks/results/kernels_h200*.json (the ncu sweep of benchmarks/gpu_validate.py); skipped
+    while that result is not there.
     """
-    return _drawn_by_benchmark("kernels_h200*.json", "ncu_sweep", "gpu_validate", path, by_path=True)
+    return _drawn_from_result("kernels_h200*.json", "ncu_sweep", result_figures.measured_vs_simulated, path,
+                              by_path=True)
 
 
 def figure_dashboard_latency(path=None):
     """figures/dashboard_latency.png
 
     From the newest benchmarks/results/dashboard_latency_*.json (key press to changed pixels in JupyterLab and
-    Chromium), drawn by benchmarks/dashboard_latency.py's ``plot``.
+    Chromium, written by benchmarks/dashboard_latency.py).
     """
-    return _drawn_by_benchmark("dashboard_latency_*.json", "chapters", "dashboard_latency", path)
+    return _drawn_from_result("dashboard_latency_*.json", "chapters", result_figures.dashboard_latency, path)
 
 
 def figure_notebook_wall_times():

@@ -14,9 +14,10 @@ import numpy as np
 from numba import get_num_threads, get_thread_id, njit, prange, set_parallel_chunksize
 
 from flashsim.cpu.blocks import _PANEL, _VEC, TILE_COLS, TILE_ROWS, _round_up, default_blocks, effective_blocks
-from flashsim.cpu.intrinsics import _FASTMATH, LN2, LOG2E, _exp2, _fmax, _gemm_set, _gemm_tile
+from flashsim.cpu.intrinsics import _FASTMATH, _exp2, _fmax, _gemm_set, _gemm_tile
 from flashsim.cpu.validate import check_block, check_qkv
 from flashsim.errors import FlashsimError
+from flashsim.model.attention.online_softmax import LN2, LOG2E
 
 # --------------------------------------------------------------------------------------------------------------
 # The kernel

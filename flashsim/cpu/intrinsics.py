@@ -16,8 +16,6 @@ from numba.extending import intrinsic
 
 from flashsim.cpu.blocks import _MAX_V, _VEC, TILE_ROWS
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
 # fastmath: "reassoc" lets LLVM vectorize the row max and row sum; "ninf"/"nnan" are safe because no -inf or NaN is
 # ever produced (masked entries are skipped, the running max starts at -1e30, 2**x is clamped to 0 below -127).
 _FASTMATH = {"nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc"}

@@ -12,6 +12,12 @@ import triton.language as tl
 
 from flashsim.errors import FlashsimError
 from flashsim.kernels.runtime import interpreting, select_backend
+from flashsim.model.attention import online_softmax
+
+#: log2(e) and ln(2) as Triton compile-time constants (a @triton.jit function reads a global only as a constexpr):
+#: the kernels fold LOG2E into the score scale and use exp2; LN2 turns the base-2 logsumexp into natural log
+LOG2E = tl.constexpr(online_softmax.LOG2E)
+LN2 = tl.constexpr(online_softmax.LN2)
 
 #: the backend decision, made before any kernel module below decorates a kernel (every one imports this module)
 BACKEND = select_backend().require()
@@ -42,8 +48,8 @@ def default_blocks(kernel: str, d: int = 64) -> tuple[int, int]:
     return 64, 64
 
 
-#: Launch configurations tuned on an NVIDIA H200 (benchmarks/tune_attention.py; the sweeps are in
-#: benchmarks/results/tune_h200_2026-11-30*.json), by kernel, padded head dim and causal flag: (BLOCK_M, BLOCK_N,
+#: Launch configurations tuned on an NVIDIA H200 (benchmarks/tune_attention.py; its sweeps are indexed in
+#: benchmarks/results/README.md), by kernel, padded head dim and causal flag: (BLOCK_M, BLOCK_N,
 #: num_warps, num_stages). BLOCK_M counts Q rows and BLOCK_N K/V rows in every kernel; the forward and both
 #: backward kernels load through tensor descriptors (TMA) with these. Used when the caller gives no
 #: blocks, on Hopper GPUs only; other GPUs and head dims keep :func:`default_blocks`.
@@ -57,8 +63,8 @@ for _causal in (False, True):
     TUNED_H200[("flash_bwd_dq", 128, _causal)] = (128, 64, 8, 4)
 
 
-#: (kernel, padded head dim, causal) whose tuned configuration ran faster with pointer loads than with TMA in the
-#: H200 sweeps (N=4096: tune_h200_2026-11-30.json; N=16384: tune_h200_2026-11-30_bwd_n16384_d64.json): with
+#: (kernel, padded head dim, causal) whose tuned configuration ran faster with pointer loads than with TMA in both
+#: H200 sweeps that timed both, N=4096 and N=16384 (benchmarks/results/NOTES.md): with
 #: ``tma=None`` and no blocks given, these launches keep pointer loads.
 POINTER_LOADS_H200 = frozenset({("flash_bwd_dkdv", 64, True)})
 
@@ -234,8 +240,8 @@ def forward_launch_options(block_d: int, block_m: int, num_warps=None, num_stage
     Explicit num_warps/num_stages win; otherwise 128-row Q blocks get 8 warps at a head dim of 128 or more, and,
     with pointer loads (``tma`` False), where the K/V block has 128 rows too: a 128x128 score tile over 4 warps
     runs out of registers there (the causal kernel at d=64 spills, and its local memory reaches DRAM as writes
-    beyond the stored bytes: 1.9 MiB at N=10240; through tensor descriptors it does not spill, and 4 warps were as
-    fast or faster: benchmarks/results/fwd_spill_h200_2026-12-02.md). Smaller Q blocks get 4 warps at a head dim
+    beyond the stored bytes; through tensor descriptors it does not spill, and 4 warps were as fast or faster:
+    benchmarks/results/NOTES.md). Smaller Q blocks get 4 warps at a head dim
     of 128; other cases keep Triton's default (4).
     """
     extra = {}

@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from flashsim.errors import FlashsimError
-from flashsim.kernels._common import (POINTER_LOADS_H200, check_blocks, check_flag, check_launch, check_qkv,
+from flashsim.kernels._common import (LOG2E, POINTER_LOADS_H200, check_blocks, check_flag, check_launch, check_qkv,
                                       check_tensors, head_block, output_like, scale_of, tensor_desc, tuned_config,
                                       use_tma)
 from flashsim.kernels.gluon import backward_path, gluon_backward
@@ -74,7 +74,7 @@ def _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_
         # reads L once per K/V row block: N fp32 per row block
         lse = tl.load(LSE + pid_bh * N + rows, mask=m_valid, other=0.0)   # (BLOCK_M,)
         qkT = tl.dot(k, tl.trans(q))                                      # (BLOCK_N, BLOCK_M) = S tileᵀ / scale
-        pT = tl.math.exp2(qkT * qk_scale - lse[None, :] * 1.4426950408889634)   # recomputed P tileᵀ (exp2)
+        pT = tl.math.exp2(qkT * qk_scale - lse[None, :] * LOG2E)   # recomputed P tileᵀ (exp2)
         if MASK:
             keep = m_valid[None, :]
             if CAUSAL:
@@ -130,7 +130,7 @@ def _bwd_dkdv(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale, DESC_Q, DESC_DO,
     whole = N // BLOCK_M * BLOCK_M                   # whole row blocks end here; a ragged last one follows
     full = tl.maximum(mid, whole)
     # [lo, mid): blocks on the diagonal, masked; [mid, full): below it, unmasked; [full, N): ragged, masked
-    qk_scale = sm_scale * 1.4426950408889634          # exp(x) = exp2(x * log2(e)): fold log2(e) into the scale
+    qk_scale = sm_scale * LOG2E          # exp(x) = exp2(x * log2(e)): fold log2(e) into the scale
     dk, dv = _dkdv_tiles(dk, dv, k, v, Q, DO, LSE, DELTA, qk_scale, base, pid_bh, stride_n, stride_d,
                          DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, lo, mid,
                          MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M, BLOCK_D=BLOCK_D)
@@ -207,7 +207,7 @@ def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale, DESC_K, DESC_V,
     # reads dO once: N*d elements per head
     do = tl.load(DO + q_off, mask=q_mask, other=0.0)                  # (BLOCK_M, BLOCK_D)
     # reads L once: N fp32 per head
-    lse = tl.load(LSE + pid_bh * N + offs_m, mask=m_valid, other=0.0) * 1.4426950408889634  # (BLOCK_M,) log2
+    lse = tl.load(LSE + pid_bh * N + offs_m, mask=m_valid, other=0.0) * LOG2E  # (BLOCK_M,) log2
     # reads delta once: N fp32 per head
     delta = tl.load(DELTA + pid_bh * N + offs_m, mask=m_valid, other=0.0)  # (BLOCK_M,)
     dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
@@ -219,7 +219,7 @@ def _bwd_dq(Q, K, V, DO, DQ, LSE, DELTA, sm_scale, DESC_K, DESC_V,
         lo = N // BLOCK_N * BLOCK_N                  # whole tiles unmasked; a ragged last tile masked
         hi = N
     # rows past N load q = dO = 0 and L = delta = 0: their ds is 0, so unmasked tiles need no row mask either
-    qk_scale = sm_scale * 1.4426950408889634          # exp(x) = exp2(x * log2(e))
+    qk_scale = sm_scale * LOG2E          # exp(x) = exp2(x * log2(e))
     dq = _dq_tiles(dq, q, do, lse, delta, K, V, qk_scale, base, stride_n, stride_d, DESC_K, DESC_V, b, h,
                    offs_m, offs_n, offs_d, d_valid, N, 0, lo, MASK=False, CAUSAL=CAUSAL, USE_TMA=USE_TMA,
                    BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D)

@@ -21,8 +21,8 @@ import triton
 import triton.language as tl
 
 from flashsim.errors import FlashsimError
-from flashsim.kernels._common import (check_blocks, check_flag, check_launch, check_qkv, forward_launch_options,
-                                      head_block, output_like, scale_of, tensor_desc, tuned_config, use_tma)
+from flashsim.kernels._common import (LN2, LOG2E, check_blocks, check_flag, check_launch, check_qkv,
+                                      forward_launch_options, head_block, output_like, scale_of, tensor_desc, tuned_config, use_tma)
 from flashsim.kernels.gluon import forward_path, gluon_forward
 from flashsim.kernels.runtime import interpreting
 
@@ -107,7 +107,7 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale, DESC_Q, DESC_K, DESC_V, DESC_O,
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)   # running max (log2 units)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)                 # running sum of exp
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)        # running (unnormalised) output
-    qk_scale = sm_scale * 1.4426950408889634                    # fold log2(e) in: exp2 is cheaper than exp
+    qk_scale = sm_scale * LOG2E                    # fold log2(e) in: exp2 is cheaper than exp
 
     if CAUSAL:
         lo = (pid_m * BLOCK_M) // BLOCK_N * BLOCK_N  # tiles left of the diagonal: seen whole by every query
@@ -130,7 +130,7 @@ def _flash_fwd_kernel(Q, K, V, O, LSE, sm_scale, DESC_Q, DESC_K, DESC_V, DESC_O,
         o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od
         # writes O once: N*d elements per head
         tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=m_valid[:, None] & d_valid[None, :])
-    lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453             # natural-log logsumexp, fp32
+    lse = (m_i + tl.math.log2(l_i)) * LN2             # natural-log logsumexp, fp32
     # writes LSE once: N fp32 elements per head
     tl.store(LSE + pid_bh * N + offs_m, lse, mask=m_valid)
 

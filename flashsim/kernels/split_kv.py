@@ -31,8 +31,8 @@ import triton
 import triton.language as tl
 
 from flashsim.errors import FlashsimError
-from flashsim.kernels._common import (check_block, check_flag, check_launch, check_tensors, head_block, interpreting,
-                                      next_pow2, poison_like, scale_of)
+from flashsim.kernels._common import (LN2, LOG2E, check_block, check_flag, check_launch, check_tensors, head_block,
+                                      interpreting, next_pow2, poison_like, scale_of)
 
 
 @triton.jit
@@ -62,7 +62,7 @@ def _split_kv_kernel(Q, K, V, OP, LSEP, sm_scale,
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
+    qk_scale = sm_scale * LOG2E
 
     lo = pid_s * CHUNK
     hi = tl.minimum(lo + CHUNK, N)
@@ -84,7 +84,7 @@ def _split_kv_kernel(Q, K, V, OP, LSEP, sm_scale,
         m_i = m_new
 
     acc = acc / l_i[:, None]
-    lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453             # natural-log logsumexp of this chunk
+    lse = (m_i + tl.math.log2(l_i)) * LN2             # natural-log logsumexp of this chunk
     # partial O: (B*H, S, Nq, D) fp32 (or O itself, in q's dtype, when there is one chunk); LSE: (B*H, S, Nq)
     o_ptrs = OP + b * stride_ob + h * stride_oh + pid_s * NQ * stride_on \
         + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od

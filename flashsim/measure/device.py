@@ -1,4 +1,4 @@
-"""The preset of the GPU this process runs on, so that predictions follow the GPU they run on (issue 13).
+"""The preset of the GPU this process runs on, so that predictions follow the GPU they run on.
 
 :func:`device_hardware` reads ``torch.cuda.get_device_properties`` and hands the name, SM count, L2 size and shared
 memory per block to :func:`flashsim.model.hardware.preset_from_properties`: a known GPU ("Tesla T4", "NVIDIA

@@ -259,7 +259,7 @@ def writeback_median(blocks: list, names: list) -> list:
     in order (R x len(names)); per launch name, the repeat whose ``total_write_bytes`` is the median (its fields,
     so window + residue = total still holds), ``total_read_bytes`` = the median of the reads, and ``repeats`` =
     each repeat's (total read, total write, own write) bytes. Median, not mean: a flush's own writes fall in two
-    clusters (benchmarks/results/fidelity_h200_2026-12-02_4.md), so one outlier would move a mean."""
+    clusters (benchmarks/results/NOTES.md), so one outlier would move a mean."""
     n = len(names)
     if not n or len(blocks) % n or [b["kernel"] for b in blocks] != list(names) * (len(blocks) // n):
         raise FlashsimError(f"writeback_median: expected {list(names)} repeated, got {[b['kernel'] for b in blocks]}")

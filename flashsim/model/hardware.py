@@ -63,11 +63,11 @@ PRESETS: dict[str, Hardware] = {
                      hbm_bandwidth_bytes_per_s=3.35e12, peak_matmul_flops=989e12, peak_fp32_flops=67e12,
                      source="NVIDIA H100 datasheet and GH100 whitepaper"),
     # NVIDIA H200 datasheet (SXM): 4.8 TB/s HBM3e, 989 TFLOP/s fp16 dense, 67 TFLOP/s fp32; same GH100 SM as H100
-    # (132 SMs, 228 KB shared per SM). L2: 60 MB as torch.cuda.get_device_properties reports on the lent H200
-    # (measured, see benchmarks/results/); measured there: ~4.3 TB/s copy bandwidth, ~790 TFLOP/s bf16 matmul.
+    # (132 SMs, 228 KB shared per SM). L2: 60 MB as torch.cuda.get_device_properties reports it on an H200;
+    # measured there: ~4.3 TB/s copy bandwidth, ~790 TFLOP/s bf16 matmul.
     "h200": Hardware("H200-SXM-141GB", sram_bytes=228 * KiB, num_sms=132, l2_bytes=60 * MiB,
                      hbm_bandwidth_bytes_per_s=4.8e12, peak_matmul_flops=989e12, peak_fp32_flops=67e12,
-                     source="NVIDIA H200 datasheet; L2 size read by torch on the lent H200"),
+                     source="NVIDIA H200 datasheet; L2 size read by torch on an H200"),
     # NVIDIA Ada Lovelace (AD102) whitepaper, RTX 4090: 128 SMs, 128 KB L1/shared per SM (up to 100 KB shared),
     # 72 MB L2, 1,008 GB/s GDDR6X, 165.2 TFLOP/s fp16 tensor with fp32 accumulate (dense), 82.6 TFLOP/s fp32.
     "rtx4090": Hardware("GeForce RTX 4090", sram_bytes=100 * KiB, num_sms=128, l2_bytes=72 * MiB,
@@ -154,7 +154,7 @@ def get_device(device="h200", **overrides) -> Hardware:
     return hw.replace(**overrides) if overrides else hw
 
 
-# --- the preset of the GPU a measurement runs on (issue 13: predictions follow the GPU) ----------------------
+# --- the preset of the GPU a measurement runs on (predictions follow the GPU) -----------------------------------
 
 #: GPU names as CUDA reports them (``torch.cuda.get_device_properties(i).name``, lower case, "nvidia "/"tesla "/
 #: "geforce " dropped) -> preset: the first pattern found in the name wins

@@ -15,8 +15,8 @@ Two byte counts per launch and tensor, equal when every row a kernel touches sta
   them (:func:`l1_io`, measured on the H200). Triton vectorizes an access (16 bytes per thread, one instruction
   per row piece) only when it knows the row stride and the mask bound along the row are multiples of 16
   elements. Otherwise each thread loads one element per instruction, and a row that starts mid-sector costs the
-  sectors each instruction touches: up to 1.25x the element bytes for an fp16 row at N=1000. The flash backward
-  pass also loads its row statistics (LSE, delta) once per warp that holds a copy of them.
+  sectors each instruction touches: up to a quarter more than the element bytes for an fp16 row at N=1000. The
+  flash backward pass also loads its row statistics (LSE, delta) once per warp that holds a copy of them.
 
 Kernels and their shapes (``kernel`` names, as the CLI spells them):
 
@@ -39,12 +39,15 @@ Block sizes are the kernels' ``block_m`` (BLOCK_M, the paper's Br) and ``block_n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from flashsim.errors import FlashsimError
 from flashsim.model.attention.visibility import (block_extent, first_visible_row_block, n_blocks, tile_sums,
                                                  tile_visible, visible_col_blocks)
+from flashsim.model.calibration import (L2_DIRTY_FRACTION, L2_PROTECTED_FRACTION, L2_SHARED_FRACTION, L2_TILE_COSTS,
+                                        LAUNCH_PROGRAMS_PER_SM, PROGRAMS_PER_SM)
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.hardware import get_device
 from flashsim.model.l2 import Access, L2Result, simulate_l2
@@ -339,25 +342,48 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
     The same accesses as :func:`kernel_io`, costed per warp instruction (module docstring). Equal to the element
     bytes when N and d are multiples of 16 and every row segment is whole sectors."""
     es = _check(kernel, n, d, block_m, block_n, dtype)
-    bh = batch * heads
-    N, bm, bn = n, block_m, block_n
-    tm, tn = n_blocks(N, bm), n_blocks(N, bn)
-    vc = [visible_col_blocks(i, bm, bn, N, causal) for i in range(tm)]          # col blocks row block i sees
-    vr = [tm - first_visible_row_block(j, bm, bn, causal) for j in range(tn)]  # row blocks col block j sees
+    return getattr(_L1Launch(n, d, block_m, block_n, causal, es, batch * heads, block_k), kernel)()
 
-    def counter(e, hs, rs, aligned, **kw):
-        return _L1Counter(e, bh, hs, rs, aligned, **kw)
 
-    def rows_of(cnt, block, per_block):            # each block of rows, `per_block(t)` times, its whole row width
-        for t in range(n_blocks(N, block)):
-            cnt.add(t * block, block_extent(t, block, N), 0, cnt_width[id(cnt)], per_block(t))
+class _L1Launch:
+    """One launch geometry and the ways its kernels walk their tensors, for :func:`l1_io`: one method per kernel,
+    each returning that kernel's [(l1_loads, l1_stores)] per launch."""
 
-    def vector(cnt, block, per_block):             # 1-D (heads, N) tensor: block t's elements, per_block(t) times
-        for t in range(n_blocks(N, block)):
-            cnt.add(0, 1, t * block, block_extent(t, block, N), per_block(t))
+    def __init__(self, n: int, d: int, block_m: int, block_n: int, causal: bool, es: int, bh: int, block_k: int):
+        self.N, self.d, self.bm, self.bn, self.es, self.bh, self.block_k = n, d, block_m, block_n, es, bh, block_k
+        self.tm, self.tn = n_blocks(n, block_m), n_blocks(n, block_n)
+        self.vc = [visible_col_blocks(i, block_m, block_n, n, causal) for i in range(self.tm)]  # col blocks row i sees
+        self.vr = [self.tm - first_visible_row_block(j, block_m, block_n, causal)                # row blocks col j sees
+                   for j in range(self.tn)]
 
-    def tiles(cnt, visible_cols):                  # (heads, N, N) tiles: row block i, its visible column blocks
-        for i in range(tm):
+    def counter(self, e, hs, rs, aligned, **kw) -> _L1Counter:
+        return _L1Counter(e, self.bh, hs, rs, aligned, **kw)
+
+    def nd(self, aligned=None) -> _L1Counter:
+        """A (heads, N, d) tensor, rows d elements apart."""
+        c = self.counter(self.es, self.N * self.d, self.d, _aligned(self.d) if aligned is None else aligned)
+        c.width = self.d
+        return c
+
+    def stat(self, launch=None) -> _L1Counter:
+        """A (heads, N) fp32 statistic (in its layout in a backward launch)."""
+        vec, lanes = _BWD_STAT_LAYOUT.get(launch, (1, 32))
+        return self.counter(F32, self.N, 0, _aligned(self.N), vec=vec, lanes=lanes)
+
+    def rows_of(self, cnt, block, per_block) -> None:
+        """Each block of rows of a (heads, N, d) tensor, ``per_block(t)`` times, its whole row width."""
+        for t in range(n_blocks(self.N, block)):
+            cnt.add(t * block, block_extent(t, block, self.N), 0, cnt.width, per_block(t))
+
+    def vector(self, cnt, block, per_block) -> None:
+        """A 1-D (heads, N) tensor: block t's elements, ``per_block(t)`` times."""
+        for t in range(n_blocks(self.N, block)):
+            cnt.add(0, 1, t * block, block_extent(t, block, self.N), per_block(t))
+
+    def tiles(self, cnt, visible_cols) -> None:
+        """(heads, N, N) tiles: row block i, its ``visible_cols(i)`` column blocks."""
+        N, bm, bn = self.N, self.bm, self.bn
+        for i in range(self.tm):
             r = block_extent(i, bm, N)
             full = min(visible_cols(i), N // bn)
             cnt.add(i * bm, r, 0, bn, full) if (bn * cnt.es) % SECTOR_BYTES == 0 else [
@@ -365,65 +391,65 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
             if visible_cols(i) > full:
                 cnt.add(i * bm, r, full * bn, N - full * bn)
 
-    cnt_width: dict = {}
-
-    def nd(aligned=None):                          # a (heads, N, d) tensor, rows d elements apart
-        c = counter(es, N * d, d, _aligned(d) if aligned is None else aligned)
-        cnt_width[id(c)] = d
-        return c
-
-    def stat(launch=None):                         # a (heads, N) fp32 statistic (its layout in a bwd launch)
-        vec, lanes = _BWD_STAT_LAYOUT.get(launch, (1, 32))
-        return counter(F32, N, 0, _aligned(N), vec=vec, lanes=lanes)
-
-    once = (lambda t: 1)
-    out = []
-    if kernel == "flash_fwd":
-        q, k, v, o, lse = nd(), nd(), nd(), nd(), stat()
-        rows_of(q, bm, once)
-        rows_of(k, bn, lambda j: vr[j])
-        rows_of(v, bn, lambda j: vr[j])
-        rows_of(o, bm, once)
-        vector(lse, bm, once)
+    def flash_fwd(self) -> list:
+        bm, bn, vr = self.bm, self.bn, self.vr
+        once = (lambda t: 1)
+        out = []
+        q, k, v, o, lse = self.nd(), self.nd(), self.nd(), self.nd(), self.stat()
+        self.rows_of(q, bm, once)
+        self.rows_of(k, bn, lambda j: vr[j])
+        self.rows_of(v, bn, lambda j: vr[j])
+        self.rows_of(o, bm, once)
+        self.vector(lse, bm, once)
         out.append(({"Q": q.bytes, "K": k.bytes, "V": v.bytes}, {"O": o.bytes, "LSE": lse.bytes}))
-    elif kernel == "flash_bwd":
-        o, do, delta = nd(), nd(), stat()
-        rows_of(o, bm, once)
-        rows_of(do, bm, once)
-        vector(delta, bm, once)
+        return out
+
+    def flash_bwd(self) -> list:
+        bm, bn, d, vc, vr = self.bm, self.bn, self.d, self.vc, self.vr
+        once = (lambda t: 1)
+        out = []
+        o, do, delta = self.nd(), self.nd(), self.stat()
+        self.rows_of(o, bm, once)
+        self.rows_of(do, bm, once)
+        self.vector(delta, bm, once)
         out.append(({"O": o.bytes, "DO": do.bytes}, {"DELTA": delta.bytes}))
-        k, v, q, do2, dk, dv = nd(), nd(), nd(), nd(), nd(), nd()
-        lse, dl = stat("_bwd_dkdv"), stat("_bwd_dkdv")
-        rows_of(k, bn, once)
-        rows_of(v, bn, once)
-        rows_of(q, bm, lambda i: vc[i])
-        rows_of(do2, bm, lambda i: vc[i])
+        k, v, q, do2, dk, dv = self.nd(), self.nd(), self.nd(), self.nd(), self.nd(), self.nd()
+        lse, dl = self.stat("_bwd_dkdv"), self.stat("_bwd_dkdv")
+        self.rows_of(k, bn, once)
+        self.rows_of(v, bn, once)
+        self.rows_of(q, bm, lambda i: vc[i])
+        self.rows_of(do2, bm, lambda i: vc[i])
         copies = _bwd_stat_copies("_bwd_dkdv", d, bm)
-        vector(lse, bm, lambda i: vc[i] * copies)
-        vector(dl, bm, lambda i: vc[i] * copies)
-        rows_of(dk, bn, once)
-        rows_of(dv, bn, once)
+        self.vector(lse, bm, lambda i: vc[i] * copies)
+        self.vector(dl, bm, lambda i: vc[i] * copies)
+        self.rows_of(dk, bn, once)
+        self.rows_of(dv, bn, once)
         out.append(({"K": k.bytes, "V": v.bytes, "Q": q.bytes, "LSE": lse.bytes, "DO": do2.bytes,
                      "DELTA": dl.bytes}, {"DK": dk.bytes, "DV": dv.bytes}))
-        q, do, k, v, dq = nd(), nd(), nd(), nd(), nd()
-        lse, dl = stat("_bwd_dq"), stat("_bwd_dq")
-        rows_of(q, bm, once)
-        rows_of(do, bm, once)
+        q, do, k, v, dq = self.nd(), self.nd(), self.nd(), self.nd(), self.nd()
+        lse, dl = self.stat("_bwd_dq"), self.stat("_bwd_dq")
+        self.rows_of(q, bm, once)
+        self.rows_of(do, bm, once)
         copies = _bwd_stat_copies("_bwd_dq", d, bm)
-        vector(lse, bm, lambda i: copies)
-        vector(dl, bm, lambda i: copies)
-        rows_of(k, bn, lambda j: vr[j])
-        rows_of(v, bn, lambda j: vr[j])
-        rows_of(dq, bm, once)
+        self.vector(lse, bm, lambda i: copies)
+        self.vector(dl, bm, lambda i: copies)
+        self.rows_of(k, bn, lambda j: vr[j])
+        self.rows_of(v, bn, lambda j: vr[j])
+        self.rows_of(dq, bm, once)
         out.append(({"Q": q.bytes, "DO": do.bytes, "LSE": lse.bytes, "DELTA": dl.bytes, "K": k.bytes,
                      "V": v.bytes}, {"DQ": dq.bytes}))
-    elif kernel == "naive":
-        q, k, s = nd(), nd(), counter(F32, N * N, N, _aligned(N))
-        rows_of(q, bm, lambda i: vc[i])
-        rows_of(k, bn, lambda j: vr[j])
-        tiles(s, lambda i: tn)                                   # S is stored whole, causal too
+        return out
+
+    def naive(self) -> list:
+        N, bm, bn, d, tn, vc, vr = self.N, self.bm, self.bn, self.d, self.tn, self.vc, self.vr
+        once = (lambda t: 1)
+        out = []
+        q, k, s = self.nd(), self.nd(), self.counter(F32, N * N, N, _aligned(N))
+        self.rows_of(q, bm, lambda i: vc[i])
+        self.rows_of(k, bn, lambda j: vr[j])
+        self.tiles(s, lambda i: tn)                                   # S is stored whole, causal too
         out.append(({"Q": q.bytes, "K": k.bytes}, {"S": s.bytes}))
-        s2, p = counter(F32, N * N, N, _aligned(N)), counter(F32, N * N, N, _aligned(N))
+        s2, p = self.counter(F32, N * N, N, _aligned(N)), self.counter(F32, N * N, N, _aligned(N))
         for c in (s2, p):
             c.add(0, N, 0, N)
         out.append(({"S": s2.bytes}, {"P": p.bytes}))
@@ -431,13 +457,18 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
         # tile's shape (BLOCK_N = the padded d), P gets O's 4 (the kernel's max_contiguous) and, where it may not
         # vectorize, loads them in 4 instructions across the tile's width
         p_vec = 4 if bn == max(16, 1 << max(0, d - 1).bit_length()) and _aligned(d) else 1
-        p2 = counter(F32, N * N, N, _aligned(N), vec=p_vec, lanes=max(1, min(32, bn // p_vec)))
-        v, o = nd(), nd()
-        tiles(p2, lambda i: vc[i])
-        rows_of(v, bn, lambda j: vr[j])
-        rows_of(o, bm, once)
+        p2 = self.counter(F32, N * N, N, _aligned(N), vec=p_vec, lanes=max(1, min(32, bn // p_vec)))
+        v, o = self.nd(), self.nd()
+        self.tiles(p2, lambda i: vc[i])
+        self.rows_of(v, bn, lambda j: vr[j])
+        self.rows_of(o, bm, once)
         out.append(({"P": p2.bytes, "V": v.bytes}, {"O": o.bytes}))
-    elif kernel == "tiled_matmul":
+        return out
+
+    def tiled_matmul(self) -> list:
+        N, bm, bn, d, es, tm, tn = self.N, self.bm, self.bn, self.d, self.es, self.tm, self.tn
+        vc, vr, block_k = self.vc, self.vr, self.block_k
+        out = []
         # Triton gives a load the elements per thread of a same-shaped access beside it: A's (bm, block_k) and
         # B's (block_k, bn) tiles, when equal, both take the larger (16 bytes where either may vectorize); the one
         # that may not then loads them in that many instructions across the tile's width
@@ -453,18 +484,22 @@ def l1_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool 
         for j in range(tn):
             for k0 in range(0, d, block_k):
                 b.add(k0, min(block_k, d - k0), j * bn, block_extent(j, bn, N), vr[j])
-        tiles(c, lambda i: vc[i])
+        self.tiles(c, lambda i: vc[i])
         out.append(({"A": a.bytes, "B": b.bytes}, {"C": c.bytes}))
-    elif kernel == "online_softmax":
+        return out
+
+    def online_softmax(self) -> list:
+        N, bm, es, tm, vc = self.N, self.bm, self.es, self.tm, self.vc
+        out = []
         x = _L1Counter(es, 1, 0, N, _aligned(N))
         p = _L1Counter(es, 1, 0, N, _aligned(N))
         lse = _L1Counter(F32, 1, 0, 0, _aligned(N))
-        tiles(x, lambda i: vc[i])
-        tiles(p, lambda i: vc[i])
+        self.tiles(x, lambda i: vc[i])
+        self.tiles(p, lambda i: vc[i])
         for i in range(tm):
             lse.add(0, 1, i * bm, block_extent(i, bm, N))
         out.append(({"X": 2 * x.bytes}, {"P": p.bytes, "LSE": lse.bytes}))
-    return out
+        return out
 
 
 # --- tile traces for the L2 model ---------------------------------------------------------------------------
@@ -476,30 +511,48 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
     Tile byte counts are the masked bytes of each load/store, so each launch's trace sums to :func:`kernel_io`.
     """
     es = _check(kernel, n, d, block_m, block_n, dtype)
-    bh_n = batch * heads
-    N, bm, bn = n, block_m, block_n
-    tm, tn = n_blocks(N, bm), n_blocks(N, bn)
+    trace = _TraceLaunch(n, d, block_m, block_n, causal, es, batch * heads, block_k, softmax_rows)
+    return getattr(trace, kernel)()
 
-    def kv_blocks(i):  # the K/V blocks Q row block i visits
-        return range(visible_col_blocks(i, bm, bn, N, causal))
 
-    def kv_stream(h, i):  # a Q row block's walk over K_j, V_j (flash_fwd, _bwd_dq)
-        return [a for j in kv_blocks(i) for a in (Access(("K", h, j), block_extent(j, bn, N) * d * es),
-                                                  Access(("V", h, j), block_extent(j, bn, N) * d * es))]
+class _TraceLaunch:
+    """One launch geometry and its tile walks, for :func:`kernel_trace`: one method per kernel, each returning
+    [(launch name, programs)] in launch order."""
 
-    out = []
-    # causal flash_fwd and _bwd_dq launch their Q row blocks last first (the longest programs first)
-    q_order = range(tm - 1, -1, -1) if causal else range(tm)
-    if kernel == "flash_fwd":
+    def __init__(self, n, d, block_m, block_n, causal, es, bh_n, block_k, softmax_rows):
+        self.N, self.d, self.bm, self.bn, self.causal, self.es = n, d, block_m, block_n, causal, es
+        self.bh_n, self.block_k, self.softmax_rows = bh_n, block_k, softmax_rows
+        self.tm, self.tn = n_blocks(n, block_m), n_blocks(n, block_n)
+        # causal flash_fwd and _bwd_dq launch their Q row blocks last first (the longest programs first)
+        self.q_order = range(self.tm - 1, -1, -1) if causal else range(self.tm)
+
+    def kv_blocks(self, i):
+        """The K/V blocks Q row block i visits."""
+        return range(visible_col_blocks(i, self.bm, self.bn, self.N, self.causal))
+
+    def kv_stream(self, h, i):
+        """A Q row block's walk over K_j, V_j (flash_fwd, _bwd_dq)."""
+        N, bn, d, es = self.N, self.bn, self.d, self.es
+        return [a for j in self.kv_blocks(i) for a in (Access(("K", h, j), block_extent(j, bn, N) * d * es),
+                                                       Access(("V", h, j), block_extent(j, bn, N) * d * es))]
+
+    def flash_fwd(self) -> list:
+        N, bm, d, es, bh_n = self.N, self.bm, self.d, self.es, self.bh_n
+        out = []
         progs = []
         for h in range(bh_n):
-            for i in q_order:
+            for i in self.q_order:
                 r = block_extent(i, bm, N)
-                p = [Access(("Q", h, i), r * d * es)] + kv_stream(h, i)
+                p = [Access(("Q", h, i), r * d * es)] + self.kv_stream(h, i)
                 p += [Access(("O", h, i), r * d * es, True), Access(("LSE", h, i), r * F32, True)]
                 progs.append(p)
         out.append(("_flash_fwd_kernel", progs))
-    elif kernel == "flash_bwd":
+        return out
+
+    def flash_bwd(self) -> list:
+        N, bm, bn, d, es, bh_n, tm, tn = self.N, self.bm, self.bn, self.d, self.es, self.bh_n, self.tm, self.tn
+        causal = self.causal
+        out = []
         pre = []
         for h in range(bh_n):
             for i in range(tm):
@@ -521,14 +574,20 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
         out.append(("_bwd_dkdv", dkdv))
         dq = []
         for h in range(bh_n):
-            for i in q_order:
+            for i in self.q_order:
                 r = block_extent(i, bm, N)
                 p = [Access(("Q", h, i), r * d * es), Access(("DO", h, i), r * d * es),
-                     Access(("LSE", h, i), r * F32), Access(("DELTA", h, i), r * F32)] + kv_stream(h, i)
+                     Access(("LSE", h, i), r * F32), Access(("DELTA", h, i), r * F32)] + self.kv_stream(h, i)
                 p.append(Access(("DQ", h, i), r * d * es, True))
                 dq.append(p)
         out.append(("_bwd_dq", dq))
-    elif kernel == "naive":
+        return out
+
+    def naive(self) -> list:
+        N, bm, bn, d = self.N, self.bm, self.bn, self.d
+        es, bh_n, tm, tn, softmax_rows = self.es, self.bh_n, self.tm, self.tn, self.softmax_rows
+        causal = self.causal
+        out = []
         sc = []
         for h in range(bh_n):
             for j in range(tn):
@@ -552,13 +611,18 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
             for i in range(tm):
                 r = block_extent(i, bm, N)
                 p = []
-                for j in kv_blocks(i):
+                for j in self.kv_blocks(i):
                     c = block_extent(j, bn, N)
                     p += [Access(("P", h, i, j), r * c * F32), Access(("V", h, j), c * d * es)]
                 p.append(Access(("O", h, i), r * d * es, True))
                 pv.append(p)
         out.append(("_pv_kernel", pv))
-    elif kernel == "tiled_matmul":
+        return out
+
+    def tiled_matmul(self) -> list:
+        N, bm, bn, d, es, tm, tn, block_k = self.N, self.bm, self.bn, self.d, self.es, self.tm, self.tn, self.block_k
+        causal = self.causal
+        out = []
         progs = []
         for j in range(tn):
             for i in range(tm):
@@ -573,97 +637,76 @@ def kernel_trace(kernel: str, n: int, d: int, block_m: int, block_n: int, causal
                 p.append(Access(("C", i, j), r * c * es, True))
                 progs.append(p)
         out.append(("_matmul_kernel", progs))
-    elif kernel == "online_softmax":
+        return out
+
+    def online_softmax(self) -> list:
+        N, bm, bn, es, tm = self.N, self.bm, self.bn, self.es, self.tm
+        out = []
         progs = []
         for i in range(tm):
             r = block_extent(i, bm, N)
             tiles = []
-            for j in kv_blocks(i):
+            for j in self.kv_blocks(i):
                 tiles.append((j, r * block_extent(j, bn, N)))
             p = [Access(("X", i, j), el * es) for j, el in tiles]
             p += [a for j, el in tiles for a in (Access(("X", i, j), el * es), Access(("P", i, j), el * es, True))]
             p.append(Access(("LSE", i), r * F32, True))
             progs.append(p)
         out.append(("_online_softmax_kernel", progs))
-    return out
-
-
-#: Programs resident per SM assumed by the L2 model. The flash kernels at GPU block sizes (BLOCK_M=128, d=128,
-#: K/V tiles double/triple-buffered) use most of an SM's shared memory and register file: one program per SM
-#: (calibrated against Nsight Compute's DRAM bytes, see benchmarks/results/kernels_h200_2026-11-29.md).
-PROGRAMS_PER_SM = 1
-
-#: Launches whose occupancy is not PROGRAMS_PER_SM, from their resources: the online softmax holds its tiles in
-#: registers (no shared-memory tiles: 128-512 bytes of it; 4 warps at 140-252 registers per thread for blocks of
-#: 32-64 x 64-128, compiled for sm_90 offline), so the register file (64 K per SM) keeps 2 of its programs per SM
-#: (3 at 32 x 64): every program of a launch up to 264 row blocks is resident at once, and its second pass over X
-#: re-reads the whole matrix's worth of first-pass reads, not 132 rows' worth.
-LAUNCH_PROGRAMS_PER_SM = {"_online_softmax_kernel": 2}
-
-#: Fraction of the L2 the model uses. H100/H200 split the L2 into two partitions (30 MiB each on the H200); a line
-#: one SM reads from the far partition is also kept in the near one, so data read by every SM (K/V tiles) fills
-#: both halves: about one partition's worth holds distinct data. A stream of writes alone (the naive scores
-#: kernel, tiled_matmul) leaves 26-28 MiB of it dirty at the end of the launch on the H200. Chosen together with
-#: L2_PROTECTED_FRACTION, on the configurations benchmarks/fidelity_h200.py marks "fit" only (Nsight Compute's
-#: DRAM bytes on the H200; 0.45-0.50 x 0.5-0.7 searched); the others check them.
-L2_SHARED_FRACTION = 0.48
-
-#: Share of that capacity the segmented LRU keeps for tiles in reuse or written (flashsim.model.l2): a stream read
-#: once goes first. With plain LRU the model wrote back too much (1.16x flash_bwd's, 1.24x flash_fwd's DRAM
-#: writes; 2.5x those of the naive softmax, whose read-once S pushed out the P just written).
-L2_PROTECTED_FRACTION = 0.6
-
-#: L2 capacity per byte of a tile (several programs touch it, one program only reads it, one program writes it),
-#: relative to L2_SHARED_FRACTION of the L2. A line every SM reads is kept in both partitions; a line one SM
-#: touches is held once and copied into its near partition only part of the time. 0.63 for both (one program's
-#: tiles, read or written, alike) was chosen from 0.60-0.68 in steps of 0.01 on the online softmax launches
-#: benchmarks/fidelity_h200.py marks "fit" (its second pass over X hits where X and the P written so far fit:
-#: the read error of the fit launches smallest at 0.63, 50.0 / 50.3 MiB at N=4096; the other kernels' fit reads
-#: do not change over 0.55-0.70), with LAUNCH_PROGRAMS_PER_SM in place;
-#: benchmarks/results/fidelity_h200_2026-12-03_online_softmax.md. Before: (1.0, 0.7, 1.0).
-L2_TILE_COSTS = (1.0, 0.63, 0.63)
-
-#: The most bytes the model keeps dirty, as a fraction of the L2 (flashsim.model.l2's ``dirty_limit``): a write
-#: stream on the H200 leaves 26-28 MiB dirty at its end, which written tiles at cost 1 met by filling the capacity;
-#: at cost 0.63 the capacity holds more, so the limit says it. 0.44 (26.4 MiB) chosen from 0.36-0.48 on the window
-#: writes (ncu's window of one kernel) of the "fit" launches: 26/39 within the criterion at 0.43-0.45, 22-25 at the
-#: others (29/39 with the model before; flash_fwd's and flash_bwd's writes are the ones lost: their O, dK, dV stay
-#: in the L2 at cost 0.63). The write-back measurement's reads and writes do not depend on it.
-L2_DIRTY_FRACTION = 0.44
+        return out
 
 
 def launch_programs_per_sm(launch: str, default: int = PROGRAMS_PER_SM) -> int:
-    """Programs of ``launch`` resident per SM in the L2 model: LAUNCH_PROGRAMS_PER_SM, else ``default``."""
+    """Programs of ``launch`` resident per SM in the L2 model: LAUNCH_PROGRAMS_PER_SM, else ``default``
+    (both from :mod:`flashsim.model.calibration`)."""
     return LAUNCH_PROGRAMS_PER_SM.get(launch, default)
+
+
+class L2Settings(NamedTuple):
+    """The L2 model's settings for the kernel view (defaults: the calibration table, :mod:`flashsim.model.calibration`).
+
+    ``programs_per_sm``: programs resident per SM (None: each launch's own, :func:`launch_programs_per_sm`);
+    ``l2_fraction``: the share of the L2 the model uses; ``protected_fraction``: the segmented LRU's protected
+    share (None: one plain LRU); ``tile_costs``: (shared, private, written), the L2 capacity per byte of a tile
+    several programs touch, one program only reads, one program writes; ``dirty_fraction``: the most bytes kept
+    dirty, as a share of the L2 (None: no limit); ``flush_writes``: count the dirty bytes left at the end as written
+    (every write reaches DRAM once) rather than only those written back while the kernel runs."""
+    programs_per_sm: int | None = None
+    l2_fraction: float = L2_SHARED_FRACTION
+    protected_fraction: float | None = L2_PROTECTED_FRACTION
+    tile_costs: tuple = L2_TILE_COSTS
+    dirty_fraction: float | None = L2_DIRTY_FRACTION
+    flush_writes: bool = False
 
 
 def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
                 batch: int = 1, heads: int = 1, block_k: int = 32, hardware="h200",
-                programs_per_sm: int | None = None, l2_fraction: float = L2_SHARED_FRACTION,
-                flush_writes: bool = False, protected_fraction: float | None = L2_PROTECTED_FRACTION,
-                tile_costs: tuple = L2_TILE_COSTS, dirty_fraction: float | None = L2_DIRTY_FRACTION) -> dict:
+                settings: L2Settings | None = None, **changes) -> dict:
     """DRAM bytes of each launch predicted by the L2 model: {launch name: L2Result, ..., "total": L2Result}.
 
-    Each launch is simulated from a cold L2 with :func:`flashsim.model.l2.simulate_l2`, ``num_sms × programs_per_sm``
-    programs resident (None: each launch's own, :func:`launch_programs_per_sm`) and ``l2_bytes × l2_fraction`` of
-    cache, a segmented LRU (``protected_fraction``; None = plain LRU), at most ``l2_bytes × dirty_fraction`` bytes
-    dirty (None = no limit). The L2 is write-back: ``flush_writes=False`` (the default) counts the dirty tiles
-    written back while the kernel runs, which is what Nsight Compute measures for one kernel: dirty lines still in
-    L2 when it ends are written back later, outside its measurement. ``flush_writes=True`` charges every written
-    byte to the kernel (each write reaches DRAM once eventually). Either way each result's ``dirty_end_bytes`` says
-    how many were still dirty at the end. ``tile_costs``: (shared, private, written), the L2 capacity per byte of a
-    tile several programs touch, one program only reads, one program writes (:func:`flashsim.model.l2.simulate_l2`).
+    Each launch is simulated from a cold L2 with :func:`flashsim.model.l2.simulate_l2` under ``settings``
+    (:class:`L2Settings`, the calibrated model by default), with any of its fields changed by keyword
+    (``kernel_dram(..., flush_writes=True)``): ``num_sms × programs_per_sm`` programs resident, ``l2_bytes ×
+    l2_fraction`` of cache, at most ``l2_bytes × dirty_fraction`` bytes dirty. The L2 is write-back: with
+    ``flush_writes=False`` (the default) a result counts the dirty tiles written back while the kernel runs, which is
+    what Nsight Compute measures for one kernel (dirty lines still in the L2 when it ends are written back later,
+    outside its measurement); ``flush_writes=True`` charges every written byte to the kernel. Either way each
+    result's ``dirty_end_bytes`` says how many were still dirty at the end.
     """
+    unknown = sorted(set(changes) - set(L2Settings._fields))
+    if unknown:
+        raise FlashsimError(f"kernel_dram: unknown L2 setting(s) {unknown}: use {list(L2Settings._fields)}")
+    cfg = (settings or L2Settings())._replace(**changes)
     hw = get_device(hardware)
     res = {}
     total = L2Result()
-    cap = max(1, int(hw.l2_bytes * l2_fraction))
-    dirty_limit = None if dirty_fraction is None else int(hw.l2_bytes * dirty_fraction)
-    shared, private, written = tile_costs
+    cap = max(1, int(hw.l2_bytes * cfg.l2_fraction))
+    dirty_limit = None if cfg.dirty_fraction is None else int(hw.l2_bytes * cfg.dirty_fraction)
+    shared, private, written = cfg.tile_costs
     for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k):
-        per_sm = launch_programs_per_sm(name) if programs_per_sm is None else programs_per_sm
-        r = simulate_l2(progs, cap, hw.num_sms * per_sm, flush_writes=flush_writes,
-                        protected_fraction=protected_fraction, shared_cost=shared, private_cost=private,
+        per_sm = launch_programs_per_sm(name) if cfg.programs_per_sm is None else cfg.programs_per_sm
+        r = simulate_l2(progs, cap, hw.num_sms * per_sm, flush_writes=cfg.flush_writes,
+                        protected_fraction=cfg.protected_fraction, shared_cost=shared, private_cost=private,
                         write_cost=written, dirty_limit=dirty_limit)
         res[name] = r
         total = total + r

@@ -35,20 +35,15 @@ Concurrency model (stated, not measured):
 
 Not modelled: set conflicts, the real replacement policy, sector (32 B) granularity of partially used lines,
 prefetch, programs drifting out of lockstep, and the real L2 writing back part of a small written set while a
-read-once stream passes (it is no strict LRU: the naive P V kernel's O). So the model overestimates DRAM reads where (1) resident programs
-start at staggered times and stream the same tiles (real programs that hit in L2 run faster and catch up with the
-ones ahead: why the kernels launch their longest programs first) and (2) a stream is just over the modelled
-capacity (a strict LRU loses all of it, the real L2 only part); measured, see
-benchmarks/results/kernels_h200_2026-11-30.md. The H100/H200 L2's split into two partitions (lines all SMs read are
-kept in both) is modelled by a capacity of a bit under half the L2 and per-tile costs (``shared_cost``,
-``private_cost``, ``write_cost``: what a tile several programs touch, one program only reads, one program writes
-occupies per byte). :func:`flashsim.model.kernel_io.kernel_dram` uses 0.48 of the L2 with the segmented LRU, a
-tile only one program touches (read or written) costs 0.63 of one every SM reads (a line one SM touches is held
-once, and copied into its near partition only part of the time: the L2 holds about 0.75 of its size of such
-lines, where the online softmax's second pass over X and P's writes compete), and at most 0.44 of the L2 stays
-dirty (``dirty_limit``). The flash kernels' writes during the launch (O, dK, dV evicted while it runs, what
-Nsight Compute's window of one kernel shows) are modelled less well than with written tiles at cost 1: at 0.63
-more of them stay in the L2 to the end (benchmarks/results/fidelity_h200_2026-12-03_recompare.md).
+read-once stream passes (it is no strict LRU: the naive P V kernel's O). So the model overestimates DRAM reads where
+(1) resident programs start at staggered times and stream the same tiles (real programs that hit in L2 run faster
+and catch up with the ones ahead: why the kernels launch their longest programs first) and (2) a stream is just over
+the modelled capacity (a strict LRU loses all of it, the real L2 only part); measured in chapter 09's ncu sweep
+(the course's recorded ``kernels_h200``). The H100/H200 L2's split into two partitions (lines all SMs read are kept
+in both) is modelled by a capacity of a bit under half the L2 and per-tile costs (``shared_cost``, ``private_cost``,
+``write_cost``: what a tile several programs touch, one program only reads, one program writes occupies per byte).
+:func:`flashsim.model.kernel_io.kernel_dram` takes their values, the protected share and the dirty limit from the
+calibration table, :mod:`flashsim.model.calibration`.
 
 Callers: :func:`flashsim.model.kernel_io.kernel_dram` builds the tile traces of the Triton kernels and calls this;
 the simulator core can pass its own traces (any hashable keys).
@@ -102,6 +97,31 @@ class L2Result:
                         self.dirty_end_bytes + other.dirty_end_bytes)
 
 
+@dataclass(slots=True)
+class _Entry:
+    """A tile in the L2: its bytes, whether it is dirty, and the capacity it occupies (bytes × its tile cost)."""
+    nbytes: int
+    dirty: bool
+    capacity: float
+
+
+def _evict(key, entry: _Entry, dirty: "_DirtyLimit", res: L2Result) -> float:
+    """``entry`` leaves the L2 (both simulators' eviction step): a dirty tile is written back to DRAM. Returns the
+    capacity it frees."""
+    if entry.dirty:
+        dirty.evicted(key, entry)
+        res.dram_write_bytes += entry.nbytes
+    return entry.capacity
+
+
+def _finish(res: L2Result, entries: Iterable[_Entry], flush_writes: bool) -> L2Result:
+    """End of the launch: the dirty bytes still in the L2, written to DRAM too with ``flush_writes``."""
+    res.dirty_end_bytes = sum(e.nbytes for e in entries if e.dirty)
+    if flush_writes:
+        res.dram_write_bytes += res.dirty_end_bytes
+    return res
+
+
 def _tile_costs(programs: list, shared_cost: float, private_cost: float, write_cost: float) -> dict:
     """{key: L2 capacity per byte} of the tiles whose cost is not 1: ``shared_cost`` for a tile more than one
     program touches, else ``write_cost`` for a tile its one program writes, else ``private_cost``."""
@@ -151,7 +171,7 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
             raise ValueError(f"protected_fraction={protected_fraction!r} must be in (0, 1], or None for one LRU")
         return _simulate_slru(programs, l2_bytes, concurrency, flush_writes, protected_fraction, cost, dirty_limit)
     programs = list(programs)  # programs may be generators: they are consumed once, in launch order
-    cache: OrderedDict = OrderedDict()      # key -> [nbytes, dirty]
+    cache: OrderedDict = OrderedDict()      # key -> _Entry, oldest first
     dirty = _DirtyLimit(dirty_limit)
     used = 0
     res = L2Result()
@@ -161,7 +181,7 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
             res.requested_write_bytes += nbytes
             if entry is None:
                 c = nbytes * cost.get(key, 1.0)
-                cache[key] = entry = [nbytes, False, c]
+                cache[key] = entry = _Entry(nbytes, False, c)
                 used += c
             else:
                 cache.move_to_end(key)
@@ -171,26 +191,19 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
             if entry is None:
                 res.dram_read_bytes += nbytes
                 c = nbytes * cost.get(key, 1.0)
-                cache[key] = [nbytes, False, c]
+                cache[key] = _Entry(nbytes, False, c)
                 used += c
             else:
                 cache.move_to_end(key)
         while used > l2_bytes and cache:
-            k, e = cache.popitem(last=False)
-            used -= e[2]
-            if e[1]:
-                dirty.evicted(k, e)
-                res.dram_write_bytes += e[0]
+            used -= _evict(*cache.popitem(last=False), dirty, res)
         res.dram_write_bytes += dirty.clean_excess()
-    res.dirty_end_bytes = sum(e[0] for e in cache.values() if e[1])
-    if flush_writes:
-        res.dram_write_bytes += res.dirty_end_bytes
-    return res
+    return _finish(res, cache.values(), flush_writes)
 
 
 class _DirtyLimit:
     """The dirty tiles in the order they became dirty, and their bytes: past ``limit`` (None = no limit) the oldest
-    are written back and stay in the L2, clean. Entries are the simulators' [nbytes, dirty, capacity] lists."""
+    are written back and stay in the L2, clean (the simulators' :class:`_Entry` objects, shared with the cache)."""
 
     def __init__(self, limit):
         self.limit = limit
@@ -199,25 +212,25 @@ class _DirtyLimit:
 
     def mark(self, key, entry) -> None:
         """``entry`` written: dirty from now on."""
-        if not entry[1]:
-            entry[1] = True
+        if not entry.dirty:
+            entry.dirty = True
             if self.limit is not None:
                 self.order[key] = entry
-                self.bytes += entry[0]
+                self.bytes += entry.nbytes
 
     def evicted(self, key, entry) -> None:
         """A dirty ``entry`` left the L2 (written back by the caller)."""
         if self.limit is not None and self.order.pop(key, None) is not None:
-            self.bytes -= entry[0]
+            self.bytes -= entry.nbytes
 
     def clean_excess(self) -> int:
         """Write back the oldest dirty tiles while more than ``limit`` bytes are dirty: the bytes written."""
         written = 0
         while self.limit is not None and self.bytes > self.limit and self.order:
             _, e = self.order.popitem(last=False)
-            e[1] = False
-            self.bytes -= e[0]
-            written += e[0]
+            e.dirty = False
+            self.bytes -= e.nbytes
+            written += e.nbytes
         return written
 
 
@@ -247,8 +260,8 @@ def _resident(programs, concurrency: int):
 
 def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool, protected_fraction: float,
                    cost: dict | None = None, dirty_limit: int | None = None):
-    """simulate_l2 with the segmented LRU: probation and protected segments, [nbytes, dirty, capacity] per tile
-    (capacity = nbytes x the tile's cost, ``cost``: {key: per-byte cost}, 1 where absent)."""
+    """simulate_l2 with the segmented LRU: probation and protected segments of :class:`_Entry` (capacity = nbytes x
+    the tile's cost, ``cost``: {key: per-byte cost}, 1 where absent)."""
     cost = cost or {}
     probation: OrderedDict = OrderedDict()
     protected: OrderedDict = OrderedDict()
@@ -274,30 +287,24 @@ def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool
             used += c
             if not is_write:
                 res.dram_read_bytes += nbytes
-                probation[key] = [nbytes, False, c]
+                probation[key] = _Entry(nbytes, False, c)
             else:
-                entry = [nbytes, False, c]
+                entry = _Entry(nbytes, False, c)
         if entry is not None:                        # a second use, or a write: protected
             if is_write:
                 dirty.mark(key, entry)
             protected[key] = entry
-            used_protected += entry[2]
+            used_protected += entry.capacity
             while used_protected > cap_protected and protected:
                 k, e = protected.popitem(last=False)
-                used_protected -= e[2]
+                used_protected -= e.capacity
                 probation[k] = e
         while used > l2_bytes and (probation or protected):
             if probation:
                 k, e = probation.popitem(last=False)
             else:
                 k, e = protected.popitem(last=False)
-                used_protected -= e[2]
-            used -= e[2]
-            if e[1]:
-                dirty.evicted(k, e)
-                res.dram_write_bytes += e[0]
+                used_protected -= e.capacity
+            used -= _evict(k, e, dirty, res)
         res.dram_write_bytes += dirty.clean_excess()
-    res.dirty_end_bytes = sum(e[0] for seg in (probation, protected) for e in seg.values() if e[1])
-    if flush_writes:
-        res.dram_write_bytes += res.dirty_end_bytes
-    return res
+    return _finish(res, [e for seg in (probation, protected) for e in seg.values()], flush_writes)

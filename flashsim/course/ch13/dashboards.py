@@ -27,7 +27,7 @@ from flashsim.model.hardware import device_names
 from flashsim.model.multi import closed_forms
 from flashsim.model.multi.cluster import (LINK_PRESETS, flash_decoding, overlap_threshold, ring_attention,
                                           ring_step_times)
-from flashsim.multi.distributed import RingRun, pick_backend, run_ring
+from flashsim.distributed.ring import RingRun, pick_backend, run_ring
 
 __all__ = ["RingStepper", "OverlapDashboard", "DecodingDashboard", "h200_results", "ring_on_processes",
            "recorded_ring_runs", "split_kv_here"]
@@ -201,7 +201,7 @@ def recorded_ring_runs() -> list[RingRun]:
 
 def ring_on_processes(world: int = 2, heads: int | None = None, n: int | None = None, d: int = 64,
                       dtype: str = "fp16") -> list[RingRun]:
-    """Ring attention on `world` local processes (:func:`flashsim.multi.distributed.run_ring`), non-causal and
+    """Ring attention on `world` local processes (:func:`flashsim.distributed.ring.run_ring`), non-causal and
     causal: NCCL with the course's Triton kernel when there is a GPU per process, else gloo on this CPU. Prints the
     backend in one line. Without torch: one line says so, and :func:`recorded_ring_runs` are returned."""
     if absent("torch"):

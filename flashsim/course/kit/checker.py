@@ -29,7 +29,7 @@ import numpy as np
 
 from flashsim.course.kit import progress
 from flashsim.errors import FlashsimError
-from flashsim.model.attention.online_softmax import online_softmax_update
+from flashsim.model.attention.online_softmax import LN2, LOG2E, online_softmax_update
 from flashsim.model.attention.reference import reference_attention, softmax_scale
 from flashsim.model.attention.visibility import causal_mask, tile_visible
 from flashsim.model.memory import Memory
@@ -434,9 +434,6 @@ def first_line(text: str) -> str:
 
 
 # --- what an attention output's error says ----------------------------------------------------------------------
-_LOG2E = 1.4426950408889634
-_LN2 = 0.6931471805599453
-
 
 def _heads(x) -> np.ndarray:
     x = np.asarray(x, np.float64)
@@ -489,7 +486,7 @@ def diagnose_attention(out, q, k, v, *, causal: bool, tol: float, sm_scale: floa
         if rows.any(axis=0)[lo:].all() and lo > 0 and (block_m is None or lo % block_m == 0):
             return "rows_not_written", (f"rows {lo}..{n - 1} of O are NaN: they were never written. Is the last, "
                                         "partial block of rows skipped?"), ev
-        if s_max * _LOG2E > 100:
+        if s_max * LOG2E > 100:
             return "overflow", (f"O is NaN/inf where the scores are large (|s| up to {s_max:.0f}): e^s overflows "
                                 "float32 there. What keeps every exponent ≤ 0?"), ev
         return "non_finite", f"{int(bad.sum())} output elements are NaN/inf where the exact O is finite", ev
@@ -511,9 +508,9 @@ def diagnose_attention(out, q, k, v, *, causal: bool, tol: float, sm_scale: floa
         return "causal_mask_applied", "O equals *causal* attention, but this case is not causal", ev
     for key, eff, what in (("wrong_sm_scale", 1.0, "1 (the 1/√d is missing)"),
                            ("wrong_sm_scale", 1.0 / d, "1/d (1/√d applied twice)"),
-                           ("wrong_sm_scale", _LN2, "ln 2 (the scores were never multiplied by qk_scale)"),
-                           ("exp_not_exp2", tau * _LOG2E, "τ·log2(e): scores in log2 units went through e^x"),
-                           ("exp2_not_exp", tau * _LN2, "τ·ln 2: scores in natural units went through 2^x")):
+                           ("wrong_sm_scale", LN2, "ln 2 (the scores were never multiplied by qk_scale)"),
+                           ("exp_not_exp2", tau * LOG2E, "τ·log2(e): scores in log2 units went through e^x"),
+                           ("exp2_not_exp", tau * LN2, "τ·ln 2: scores in natural units went through 2^x")):
         if abs(eff - tau) > 1e-12 and _matches(out, reference_attention(q, k, v, causal, sm_scale=eff), tol):
             ev["effective_scale"] = eff
             return key, (f"O equals attention with the scores scaled by {what} instead of τ = 1/√d "

@@ -40,7 +40,7 @@ class LivePlot:
       animated (the whole figure is rendered, not rebuilt); return False when the change alters the figure's
       structure (another number of bars, other axes): :meth:`set` then clears the figure and draws it again.
 
-    Why in place: re-building a figure and rendering it to PNG took 0.3–0.8 s per slider move (issue 12), and
+    Why in place: re-building a figure and rendering it to PNG took 0.3–0.8 s per slider move, and
     most of a full render is spent on the axes (ticks, tick labels), not on the data. So a refresh that leaves
     every axis' limits alone (or moves only the limits of an axis marked animated) is drawn by *blitting*: the
     page's figure keeps the picture of everything that is not animated (the background) and only the animated

@@ -55,7 +55,7 @@ def recorded_names() -> tuple[str, ...]:
 
 def result_source(name: str) -> str:
     """The raw file the copy `name` came from, relative to the repository root, e.g.
-    ``"benchmarks/results/kernels_h200_2026-11-30.json"`` (what a chapter cites)."""
+    ``"benchmarks/results/kernels_h200_<date>.json"`` (what a chapter cites)."""
     return _manifest()[_name(name)]["source"]
 
 

@@ -27,6 +27,8 @@ import os
 
 import numpy as np
 
+from flashsim.model.attention.online_softmax import LOG2E
+
 #: head dims the Gluon forward covers (each a tuned configuration in :data:`FWD_CONFIGS`)
 HEAD_DIMS = (64, 128)
 
@@ -35,17 +37,14 @@ HEAD_DIMS = (64, 128)
 #: (registers per thread of each consumer warpgroup; the producer warp keeps 24), PINGPONG (consumers take turns to
 #: issue their wgmma), BALANCED (False: CTA p takes tiles p, p + grid, ...; "list", "lpt" or "section_lpt": each CTA
 #: walks its own list of tiles, dealt out by that method of :func:`balanced_tile_lists`). Causal entries deal longest
-#: first: under the mask the tiles' lengths differ, and with a fixed stride the busiest CTA has 1.03-1.07x the mean
-#: work (1.29x at d=128, N=16384), the longest-first lists within 1 % of it (cost: K/V tiles + 1). On an H200, beside
-#: the fixed stride in one run, they were 1.23-1.31x faster at d=128 N=16384 and 0.99-1.09x elsewhere
-#: (benchmarks/results/gluon_h200_2026-12-03_2.md); non-causal tiles are all alike, so the stride stays. At d=64
-#: each L2 section is dealt before the next ("section_lpt"): over the whole list the CTAs drift apart and hold more
-#: heads' K/V than the L2 does (ncu at N=4096: 20 % of DRAM bandwidth, 66 % L2 hits; section by section 9 % and
-#: 86 %, as cuDNN's 9 % and 85 %), 1.01x in the median of 16 rows, 1.02-1.06x at N=16384
-#: (benchmarks/results/gluon_section_lpt_h200_2026-12-03.md); at d=128 (half as many heads per section) dealing
-#: by section leaves the busiest CTA 1.05x the mean work at N=2048-8192 (host replay), so it keeps "lpt".
+#: first: under the mask the tiles' lengths differ, and with a fixed stride the busiest CTA has more than the mean
+#: work, while the longest-first lists stay within 1 % of it (cost: K/V tiles + 1); non-causal tiles are all alike, so
+#: the stride stays. At d=64 each L2 section is dealt before the next ("section_lpt"): over the whole list the CTAs
+#: drift apart and hold more heads' K/V than the L2 does, and section by section their DRAM traffic and L2 hit rate
+#: come to cuDNN's; at d=128 (half as many heads per section) dealing by section leaves the busiest CTA more work than
+#: plain longest-first, so it keeps "lpt". Measurements: benchmarks/results/NOTES.md.
 #: Shared memory at d=128: Q 2 x 2 x 16 KB (double-buffered) + K 2 x 32 KB + V 2 x 32 KB = 192 KB. The d=64 entries
-#: are the fastest of the candidates that benchmarks/gluon_validate.py --tune times (results: gluon_fwd_h200_*).
+#: are the fastest of the candidates that benchmarks/gluon_validate.py --tune times.
 FWD_CONFIGS = {
     (64, False): dict(NC=3, BLOCK_N=128, STAGES=3, CONSUMER_REGS=160, PINGPONG=True, BALANCED=False),
     (64, True): dict(NC=2, BLOCK_N=128, STAGES=2, CONSUMER_REGS=240, PINGPONG=False, BALANCED="section_lpt"),
@@ -59,14 +58,11 @@ FWD_CONFIGS_DEFAULT = {key: dict(cfg) for key, cfg in FWD_CONFIGS.items()}
 #: the keys a forward configuration may set (:data:`FWD_CONFIGS`, ``gluon_forward(config=...)``): those of the
 #: entries, PV_WAIT_BLOCK (each consumer waits for its next K slot before it waits for the PV wgmma group, so that
 #: the two waits sit in different basic blocks: in one block ptxas schedules the PV wait ahead of the softmax, and
-#: none of its exponentials overlap the PV product; off everywhere: on an H200 it restored the overlap in the SASS,
-#: 66 of 66 exponentials under the PV wgmma, and changed no row's time beyond the rounds' spread, 0.96-1.07x,
-#: because the second consumer warpgroup's wgmma already fill the tensor cores during a softmax:
-#: benchmarks/results/gluon_pv_wait_h200_2026-12-03.md), V_STAGES (V ring slots when they differ from the K
-#: ring's STAGES: K is needed one tile before V, so a spare slot goes to K first; unset everywhere: a K ring of 3
-#: beside a V ring of 2 at d=128, 224 KiB, changed no row beyond the rounds' spread on an H200,
-#: benchmarks/results/gluon_kv_ring_h200_2026-12-03.md) and L2_SECTION_BYTES
-#: (:data:`L2_SECTION_BYTES`)
+#: none of its exponentials overlap the PV product; off everywhere: it restores the overlap in the SASS but does not
+#: change the time, because the second consumer warpgroup's wgmma already fill the tensor cores during a softmax),
+#: V_STAGES (V ring slots when they differ from the K ring's STAGES: K is needed one tile before V, so a spare slot
+#: goes to K first; unset everywhere: a K ring of 3 beside a V ring of 2 at d=128 did not change the time) and
+#: L2_SECTION_BYTES (:data:`L2_SECTION_BYTES`). Measurements: benchmarks/results/NOTES.md.
 FWD_CONFIG_KEYS = frozenset().union(*FWD_CONFIGS.values(), ("PV_WAIT_BLOCK", "V_STAGES", "L2_SECTION_BYTES"))
 
 #: launch configurations keyed by N, on top of :data:`FWD_CONFIGS`: (head dim, causal) -> [(lowest N, highest N,
@@ -103,18 +99,14 @@ def forward_config(d: int, causal: bool, N: int, configs: dict | None = None, by
 #: from shared memory when they use them, instead of holding a global load's 32 registers across the wgmma issue:
 #: no spills at d=128).
 #: The entries are the fastest of the candidates benchmarks/gluon_validate.py --bwd --tune times. LSE_SMEM is on in
-#: every entry: in one same-run table on an H200 (benchmarks/results/gluon_h200_2026-12-02_4.md) the whole backward
-#: took 0.80-1.00x cuDNN's time ratio with it against 0.60-0.82x without, faster in all 32 rows (N = 2048-16384,
-#: both dtypes), its correctness grid passing at N = 1-2085. With it, a third Q/dO slot was no faster (0-2%
-#: slower, d=64 causal and d=128), and PIPE and REVERSE were measured slower (with PIPE, ptxas serialises the wgmma
-#: pipeline, C7514). Two further options were measured and removed: one partition per compute warpgroup (the same
-#: time at d=64, 14-23% slower at d=128) and a key-block-outer CTA order (10-19% slower):
-#: benchmarks/results/gluon_limiter_h200_2026-12-02.md.
+#: every entry: the whole backward runs faster with it in every row timed (chapter 14 shows the ablation,
+#: ``gluon_bwd_lse_smem_h200``). With it, a third Q/dO slot was no faster, and PIPE and REVERSE were slower (with
+#: PIPE, ptxas serialises the wgmma pipeline, C7514).
 #: At d=64 a query block has 128 rows (BLOCK_M=128): each CTA runs half as many serial per-block chains (Sᵀ/dPᵀ, exp,
 #: dV, dS, dK, dS to shared memory, barrier, dQ, TMA add), each wgmma twice as wide; the compute warps hold it in the
-#: 240 registers setmaxnreg gives them (ptxas: 20 B of loop-invariant spills). Beside 64-row blocks in one run it was
-#: 1.09-1.17x faster in all 16 d=64 rows (median of 5 rounds), 0.95-1.09x cuDNN (benchmarks/results/gluon_h200_2026-12-03.md). At
-#: d=128 dK and dV alone take 128 of those registers, so the blocks stay at 64 rows.
+#: 240 registers setmaxnreg gives them (ptxas: 20 B of loop-invariant spills), and it is faster than 64-row blocks in
+#: every d=64 row timed (chapter 14, ``gluon_bwd_block_h200``). At d=128 dK and dV alone take 128 of those registers,
+#: so the blocks stay at 64 rows. Measurements: benchmarks/results/NOTES.md.
 #: Shared memory at d=128, BLOCK_M=64, 2 slots: K 32 KB + V 32 KB + Q 2 x 16 KB + dO 2 x 16 KB + dS 16 KB + the
 #: fp32 dQ tile 32 KB + L and delta 2 x 2 x 256 B = 177 KB; at d=64, BLOCK_M=128, 2 slots: 16 + 16 + 2 x 16 + 2 x 16
 #: + 32 + 32 + 2 KB = 162 KB.
@@ -344,7 +336,7 @@ def gluon_forward(q, k, v, causal: bool = False, sm_scale=None, *, pingpong: boo
     ok, why = supports(q, k, v, causal)
     if not ok:
         raise RuntimeError(f"gluon_forward: {why}")
-    from .fwd_sm90 import LOG2E, attn_fwd_sm90
+    from .fwd_sm90 import attn_fwd_sm90
 
     B, H, N, d = q.shape
     scale = d ** -0.5 if sm_scale is None else float(sm_scale)
@@ -414,9 +406,8 @@ def _backward_importable() -> tuple[bool, str]:
 
 
 #: (dtype, head dim, causal) -> smallest N from which ``flash_backward(gluon=None)`` takes the Gluon backward by
-#: default: where it was timed faster than the course's Triton backward side by side. On an H200, with LSE_SMEM, it
-#: was 1.02-1.41x the Triton backward's speed in every fp16 row (benchmarks/results/gluon_h200_2026-12-02_4.md) and
-#: 1.01-1.41x in every bf16 row (gluon_h200_2026-12-02_5_bf16.md), N = 2048-16384, d 64 and 128, causal or not.
+#: default: where it was timed faster than the course's Triton backward side by side, in every row timed (fp16 and
+#: bf16, N = 2048-16384, d 64 and 128, causal or not; benchmarks/results/NOTES.md).
 #: Below N = 2048 it was not timed beside the Triton backward, so those stay on the Triton kernels (``gluon=True``
 #: takes the Gluon one anywhere).
 BWD_DEFAULT_FROM_N: dict = {(dtype, d, causal): 2048 for dtype in ("float16", "bfloat16") for d in (64, 128)
@@ -482,7 +473,7 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    from .bwd_sm90 import LOG2E, attn_bwd_sm90
+    from .bwd_sm90 import attn_bwd_sm90
 
     B, H, N, d = q.shape
     block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])

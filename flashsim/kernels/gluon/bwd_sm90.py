@@ -36,7 +36,10 @@ from triton.experimental.gluon.language._core import builtin
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
-LOG2E = 1.4426950408889634
+from flashsim.model.attention import online_softmax
+
+#: log2(e) as a compile-time constant of the kernel (the one definition: model.attention.online_softmax)
+_LOG2E = gl.constexpr(online_softmax.LOG2E)
 
 #: a barrier over the warps of the calling partition (named ``thread_barrier`` up to triton 3.6, ``barrier`` later)
 _sync = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
@@ -155,7 +158,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     q_ok = qs < N
     if not LSE_SMEM:
         # reads L and delta once per (query block, K/V block) pair: BLOCK_M fp32 each
-        lse2 = gl.load(lse_src + bh * N + qs, mask=q_ok, other=0.0) * 1.4426950408889634
+        lse2 = gl.load(lse_src + bh * N + qs, mask=q_ok, other=0.0) * _LOG2E
         delta = gl.load(delta_src + bh * N + qs, mask=q_ok, other=0.0)
     if not ISSUED:
         mbarrier.wait(ready.index(s), (c // STAGES) & 1)
@@ -165,7 +168,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     if LSE_SMEM:
         # L of the block from its ring slot (the producer's TMA copy, rows past N: the next head's or zeros, masked
         # below): read now, not held in registers across the wgmma issue
-        lse2 = lse_src.index(s).load(gl.SliceLayout(0, s_layout)) * 1.4426950408889634
+        lse2 = lse_src.index(s).load(gl.SliceLayout(0, s_layout)) * _LOG2E
     pT = gl.exp2(sT * qk_scale - gl.expand_dims(lse2, 0))   # recomputed Pᵀ
     need = (m0 + BLOCK_M > N) | (n0 + BLOCK_N > N)
     if CAUSAL:

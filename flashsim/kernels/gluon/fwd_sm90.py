@@ -35,8 +35,10 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
+from flashsim.model.attention import online_softmax
+
+#: ln 2 as a compile-time constant of the kernel (the one definition: model.attention.online_softmax)
+_LN2 = gl.constexpr(online_softmax.LN2)
 
 
 @gluon.jit
@@ -197,7 +199,7 @@ def _store_tile(acc, m_i, l_i, bh, q0, o_ptr, lse_ptr, N, o_layout: gl.constexpr
     # writes O once: BLOCK_M*d elements per warpgroup per tile (rows past N dropped)
     gl.store(o_ptrs, acc.to(o_ptr.dtype.element_ty), mask=o_mask)
     rows_s = q0 + gl.arange(0, BLOCK_M, layout=row_s)
-    lse = (m_i + gl.log2(l_i)) * 0.6931471805599453
+    lse = (m_i + gl.log2(l_i)) * _LN2
     # writes LSE once: BLOCK_M fp32 per warpgroup per tile
     gl.store(lse_ptr + bh * N + rows_s, lse, mask=rows_s < N)
 
@@ -215,8 +217,7 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
     cores. Across tiles, the last PV product of a tile is issued together with S_0 of the next, and the epilogue
     (O / l, stores) runs while that S_0 computes; softmax(S_0) then runs at the top of the next tile with no
     product of this warpgroup in flight. (Issuing S_0 first and running its softmax under the last PV product
-    instead, as inside a tile, changed no row beyond the rounds' spread on an H200:
-    benchmarks/results/gluon_s0_overlap_h200_2026-12-03.md.)"""
+    instead, as inside a tile, was measured no faster: benchmarks/results/NOTES.md.)"""
     CTA_M: gl.constexpr = NC * BLOCK_M
     dtype: gl.constexpr = q_desc.dtype
     # wgmma accumulator layouts: 4 warps along M (m64 per instruction), the whole tile width along N

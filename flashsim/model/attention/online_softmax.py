@@ -49,6 +49,12 @@ from flashsim.model.dtypes import canonical_dtype, round_to
 from flashsim.errors import FlashsimError
 
 #: the seed's worked example (chapter 04): two blocks of scores for one query row
+#: e^x = 2^(x·LOG2E) and ln x = log2(x)·LN2: the kernels run the softmax in base 2 (exp2 is one GPU instruction),
+#: with LOG2E folded into the score scale, and turn their base-2 logsumexp back into natural log with LN2. The one
+#: definition every layer uses (the Triton kernels through :mod:`flashsim.kernels._common`'s constexprs).
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
 WORKED_EXAMPLE_BLOCKS = ([1.0, 3.0], [2.0, 5.0])
 
 

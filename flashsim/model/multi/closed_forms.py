@@ -1,7 +1,7 @@
 """Closed forms for attention spread over several devices, and over SMs by splitting K/V (chapter 13).
 
 Algebra only, independent of the schedules in :mod:`flashsim.model.multi.cluster` (which count the same bytes by
-running the loops) and of :mod:`flashsim.multi.distributed` (which measures them on a real ring).
+running the loops) and of :mod:`flashsim.distributed.ring` (which measures them on a real ring).
 
 Ring attention (Liu, Zaharia, Abbeel 2023), P devices, sequence N split into P contiguous shards of n = N/P rows.
 Device r keeps Q_r and passes K/V blocks to device r+1 (mod P) for P−1 steps; one message is K_j and V_j

@@ -3,7 +3,7 @@
 A :class:`Cluster` holds P devices, each with its own HBM/SRAM counters (:class:`flashsim.model.memory.Counters`, one per
 device), and a ring of directed links r → r+1 (mod P), each with a bandwidth preset and byte counters. Schedules
 run their loops on it and count; :mod:`flashsim.model.multi.closed_forms` has the closed forms they must equal, and
-:mod:`flashsim.multi.distributed` runs the same ring on real processes (``torch.distributed``) and measures the bytes.
+:mod:`flashsim.distributed.ring` runs the same ring on real processes (``torch.distributed``) and measures the bytes.
 
 * :func:`ring_attention`: device r keeps Q_r; for P steps it computes Q_r against the K/V block it holds (one
   FlashAttention-2 kernel per block: its HBM bytes are :func:`flashsim.traffic`'s for an n×n problem, causal on
@@ -12,8 +12,8 @@ run their loops on it and count; :mod:`flashsim.model.multi.closed_forms` has th
   counts it. ``numbers=True`` also computes the output (numpy, float64) to show it is exact.
 * :func:`flash_decoding`: one device; the split kernel's programs and the combine kernel's, their bytes, and a
   time model in which one SM streams at most its share of HBM bandwidth (HBM bandwidth / number of SMs): one
-  program alone cannot saturate HBM, which is why splitting K/V over more programs pays off (measured, see
-  benchmarks/results/distributed_h200_2026-11-29.md).
+  program alone cannot saturate HBM, which is why splitting K/V over more programs pays off (measured: chapter
+  13's recorded ``flash_decoding_h200``).
 * :func:`ring_step_times`, :func:`overlap_threshold`: one ring step's compute time 4·B·H·n²·d / F against its
   transfer time 2·B·H·n·d·b / W; the transfer hides behind the compute when n ≥ b·F / (2·W).
 

@@ -4,7 +4,7 @@ The split kernel's programs each read Q and one chunk of K/V; with more than one
 batch·head merges the partials by their logsumexps (the one merge,
 :func:`flashsim.model.attention.online_softmax.combine_partials`). The time model lets one SM stream at most its
 share of HBM bandwidth (HBM bandwidth / number of SMs): one program alone cannot saturate HBM, which is why
-splitting K/V over more programs pays off (measured, see benchmarks/results/distributed_h200_2026-11-29.md).
+splitting K/V over more programs pays off (measured: chapter 13's recorded ``flash_decoding_h200``).
 """
 from __future__ import annotations
 

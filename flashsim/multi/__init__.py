@@ -1,1 +1,0 @@
-"""Attention across real processes: :mod:`.distributed` runs ring attention with ``torch.distributed`` (chapter 13)."""

@@ -1,0 +1,49 @@
+"""The calibration table: every fitted constant names the kept results it was fitted on; the model reads it from
+there and restates nothing."""
+import re
+from pathlib import Path
+
+import pytest
+
+from flashsim.model import calibration, kernel_io
+from flashsim.model.calibration import CALIBRATION
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+@pytest.mark.parametrize("name", sorted(CALIBRATION))
+def test_each_constant_names_kept_indexed_results(name):
+    entry = CALIBRATION[name]
+    assert entry.fitted_on and entry.method and entry.score and entry.what
+    index = (RESULTS / "README.md").read_text()
+    for f in entry.fitted_on + entry.checked_on:
+        assert (RESULTS / f).is_file(), f"{name}: {f} is not in benchmarks/results/"
+        assert f"`{f}`" in index, f"{name}: {f} has no line in benchmarks/results/README.md"
+    assert getattr(calibration, name) == entry.value
+
+
+def test_the_kernel_view_uses_the_table():
+    for name in CALIBRATION:
+        assert getattr(kernel_io, name) is getattr(calibration, name)
+
+
+def test_l2_and_kernel_io_restate_no_fitted_value():
+    for module in ("l2.py", "kernel_io.py"):
+        text = (ROOT / "flashsim" / "model" / module).read_text()
+        for value in ("0.48", "0.63", "0.44", "0.6 "):
+            assert not re.search(rf"(?<![\d.]){re.escape(value)}", text), f"{module} restates {value}"
+
+
+def test_kernel_dram_settings_default_to_the_table_and_name_a_wrong_key():
+    from flashsim.errors import FlashsimError
+    s = kernel_io.L2Settings()
+    assert (s.l2_fraction, s.protected_fraction, s.tile_costs, s.dirty_fraction) == (
+        calibration.L2_SHARED_FRACTION, calibration.L2_PROTECTED_FRACTION, calibration.L2_TILE_COSTS,
+        calibration.L2_DIRTY_FRACTION)
+    args = ("flash_fwd", 1024, 64, 64, 64)
+    assert kernel_io.kernel_dram(*args, settings=s)["total"] == kernel_io.kernel_dram(*args)["total"]
+    assert kernel_io.kernel_dram(*args, settings=s._replace(flush_writes=True))["total"] == \
+        kernel_io.kernel_dram(*args, flush_writes=True)["total"]
+    with pytest.raises(FlashsimError, match="l2_fraction"):
+        kernel_io.kernel_dram(*args, l2_frac=0.5)
