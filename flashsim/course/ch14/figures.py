@@ -75,8 +75,10 @@ class PipelinePlot(LivePlot):
     lanes and bars change with the controls."""
 
     figsize = (9.6, 3.4)
+    tight = False
 
     def draw(self, fig, timeline: dict, horizon: float | None = None):
+        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.27, top=0.9)
         ax = fig.add_subplot()
         lanes = list(reversed(timeline["lanes"]))
         for lane, start, dur, label, kind in timeline["bars"]:
@@ -112,9 +114,11 @@ class SchedulePlot(LivePlot):
     to back, shaded by cost; the makespan and the lower bound as lines (:class:`flashsim.widgets.ScheduleDashboard`)."""
 
     figsize = (9.6, 3.6)
+    tight = False
 
     def draw(self, fig, costs: list, dealt: dict, title: str = "", horizon: float | None = None):
         from matplotlib import colormaps
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.84)
         ax = fig.add_subplot()
         cmap, top = colormaps["viridis"], max(costs)
         for p, tiles in enumerate(dealt["tiles"]):
