@@ -13,7 +13,8 @@ matrix product at a time, in the order they were issued (``mma`` per 64-row prod
 compute its softmax (``softmax`` per 64-row tile), which the tensor cores cannot help with. A consumer issues
 S_j = Q K_jᵀ, waits for it, computes the softmax, issues O += P_j V_j and, without waiting for that product, moves
 on to S_{j+1}; once P_j V_j has run it arrives on the slot's ``empty`` barrier. The producer refills a slot only
-when every consumer has arrived. With ping-pong the consumers issue their S products in strict turns.
+when every consumer has arrived. Without ping-pong the consumers run in step: products issued at the same moment
+share the tensor cores and end together (consumers × mma). With ping-pong they issue in strict turns.
 """
 from __future__ import annotations
 

@@ -218,7 +218,8 @@ def load_gluon(path=None, grid=None) -> dict | None:
     The correctness cases come from the run's ``checks``; where it has none (``--grid none``) from `grid` (a JSON
     file of a ``--no-timing`` grid run), or for the recorded run from the grid run beside it (``gluon_grid_h200``).
 
-    Returns {"source", "device", "sms", "versions", "rounds" (timing rounds per row, or None), "checks": {"passed",
+    Returns {"source", "device", "sms", "versions", "rounds" (timing rounds per row, or None), "date" (the run's
+    ``date_utc``), "checks": {"passed",
     "total" (the forward's correctness cases), "bwd_passed", "bwd_total" (the backward's), "not_run" (other checks
     that raised before a verdict)}, "configs": {(d, causal): {"NC", "BLOCK_N", "STAGES", "CONSUMER_REGS",
     "PINGPONG", ...}}, "rows": [...]}; each row {"dtype" ("fp16" | "bf16"), "d", "causal", "n", "batch", "heads",
