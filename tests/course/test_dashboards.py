@@ -35,7 +35,7 @@ from flashsim.course.ch10.dashboards import CacheBlockDashboard
 from flashsim.course.ch11.dashboards import MismatchExplorer, RescaleDriftDashboard, ShortSequenceDashboard
 from flashsim.course.ch12.dashboards import KernelBlockDashboard
 from flashsim.course.ch13.dashboards import DecodingDashboard, OverlapDashboard, RingStepper
-from flashsim.course.ch14.dashboards import GluonSpeedDashboard
+from flashsim.course.ch14.dashboards import GluonSpeedDashboard, PipelineDashboard, ScheduleDashboard
 from flashsim.course.kit import render
 from flashsim.course.kit.dashboard import Dashboard
 from flashsim.errors import FlashsimError
@@ -106,6 +106,10 @@ CASES = [
              blit=("splits",)),
     DashCase("ch14.GluonSpeedDashboard", GluonSpeedDashboard, {"dtype": "bf16", "d": 64, "causal": True},
              {"d": 96}),
+    DashCase("ch14.PipelineDashboard", PipelineDashboard,
+             {"stages": 3, "consumers": 3, "pingpong": True, "load": 2.0, "softmax": 0.5}, {"stages": 9}),
+    DashCase("ch14.ScheduleDashboard", ScheduleDashboard,
+             {"ctas": 9, "rule": "lpt", "order": "longest first", "causal": False}, {"ctas": 1}),
 ]
 
 #: chapters whose dashboards must all be in CASES
