@@ -14,6 +14,10 @@ def test_naive_round_trips_of_s_and_p_counted_per_launch():
     assert b.measured("_scores_kernel", "S", "stores") == b.measured("_softmax_kernel", "S", "loads") == n * n * 4
     assert b.measured("_softmax_kernel", "P", "stores") == b.measured("_pv_kernel", "P", "loads") == n * n * 4
     assert "consistency check" in b.notice and "not a hardware measurement" in b.notice
+    trips = b.round_trips()
+    assert [r[:2] + r[3:4] for r in trips.rows] == [["S", "_scores_kernel", "_softmax_kernel"],
+                                                    ["P", "_softmax_kernel", "_pv_kernel"]]
+    assert all(r[2] == r[4] == n * n * 4 for r in trips.rows)
 
 
 def test_flash_forward_tile_loop_reads_kv_once_per_row_block():
@@ -29,6 +33,7 @@ def test_backward_has_three_launches():
     assert [r[0] for r in b.rows if r[1] == "DQ"] == ["_bwd_dq"]
     assert list(dict.fromkeys(r[0] for r in b.rows)) == ["_bwd_preprocess", "_bwd_dkdv", "_bwd_dq"]
     assert b.exact and "_bwd_dkdv" in str(b.table())
+    assert {(r[0], r[1]) for r in b.round_trips().rows} == {("DELTA", "_bwd_preprocess")}
 
 
 def test_kernel_memory_is_quadratic_for_naive_linear_for_flash():
@@ -43,6 +48,7 @@ def test_without_kernels_the_recorded_runs_are_shown(monkeypatch):
     b = real_gpu.by_launch("naive", quiet=True)
     assert b.backend.startswith("ncu on NVIDIA H200") and [r[0] for r in b.rows][:1] == ["_scores_kernel"]
     assert all(r[2] is not None for r in b.rows)
+    assert [r[0] for r in b.round_trips().rows] == ["S", "P"]
     m = real_gpu.kernel_memory(quiet=True)
     assert "measured on an NVIDIA H200, 20" in m["backend"] and m["naive"][-1] > 100 * m["flash"][-1]
 

@@ -374,6 +374,25 @@ class LaunchBreakdown:
     backend: str
     rows: list
     notice: str = ""
+    view: dict = field(default_factory=dict)   # the kernel view per launch: {launch: {"loads": {..}, "stores": {..}}}
+
+    def round_trips(self) -> Table:
+        """Tensors that make a round trip through global memory: stored by one launch, loaded by a later one (S and
+        P in standard attention, the backward's D). Bytes per tensor as measured where the counts are per tensor
+        (the interpreter), else as the kernel view predicts them."""
+        per_tensor = self.backend == "interpreter"
+        launches = list(self.view)
+        rows = []
+        for i, writer in enumerate(launches):
+            for t, stored in self.view[writer]["stores"].items():
+                for reader in launches[i + 1:]:
+                    if t in self.view[reader]["loads"]:
+                        rows.append([t, writer, self.measured(writer, t, "stores") if per_tensor else stored,
+                                     reader, self.measured(reader, t) if per_tensor else
+                                     self.view[reader]["loads"][t]])
+        how = "measured" if per_tensor else "the kernel view's bytes (the GPU counts per launch, not per tensor)"
+        return Table(["tensor", "stored by", "bytes stored", "loaded by", "bytes loaded"], rows,
+                     f"{self.kernel}: round trips through global memory — {how}")
 
     def _get(self, launch: str, tensor: str, kind: str, col: int):
         for r in self.rows:
@@ -436,7 +455,7 @@ def by_launch(kernel_name: str, *, n: int | None = None, d: int | None = None, b
                 for L in view.launches]
         if not quiet:
             print(rec.notice)
-        return LaunchBreakdown(kernel_name, cfg, rec.backend, rows, rec.notice)
+        return LaunchBreakdown(kernel_name, cfg, rec.backend, rows, rec.notice, view.per_tensor())
     from flashsim import measure
     from flashsim.kernels import default_blocks
     interpreter = _interpreter()
@@ -460,7 +479,7 @@ def by_launch(kernel_name: str, *, n: int | None = None, d: int | None = None, b
         notice = _notice(backend, prof)
     if not quiet:
         print(notice)
-    return LaunchBreakdown(kernel_name, cfg, backend, rows, notice)
+    return LaunchBreakdown(kernel_name, cfg, backend, rows, notice, view.per_tensor())
 
 
 def kernel_memory(ns=(128, 256, 512), d: int = 32, dtype: str = "fp16", quiet: bool = False) -> dict:
