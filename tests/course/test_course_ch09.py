@@ -55,7 +55,7 @@ def test_l2_rows_model_and_json(tmp_path):
     assert len(got["rows"]) == 1                                     # the TMA row is not a requested-byte compare
     assert plots.plot_l2_rows(got) is not None and plots.plot_l2_rows(model) is not None
     recorded = widgets.l2_rows()                                     # the recorded ncu sweep (package data)
-    assert recorded["source"].startswith("ncu on H200: kernels_h200_") and recorded["rows"]
+    assert recorded["source"].startswith("Nsight Compute sweep, measured on an NVIDIA H200, 2026-") and recorded["rows"]
     assert all(r["dram_measured"] is not None for r in recorded["rows"])
 
 

@@ -50,6 +50,7 @@ from flashsim.course import Table, pick
 from flashsim.course.kit.optional import missing
 from flashsim.course.kit.results import load_result, result_source
 from flashsim.errors import FlashsimError
+from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.kernel_io import kernel_io
 
 __all__ = ["DEFAULT_SIZES", "KERNELS", "Comparison", "Table", "compare", "recorded", "measured_on"]
@@ -498,13 +499,16 @@ def kernel_memory(ns=(128, 256, 512), d: int = 32, dtype: str = "fp16", quiet: b
         out = {"backend": f"torch naive vs SDPA's flash backend, {measured_on('cpu_peak_memory')}, "
                           f"{rows[0]['heads']} heads",
                "ns": [r["N"] for r in rows], "naive": [r["torch naive"] for r in rows],
-               "flash": [r["torch SDPA (flash)"] for r in rows], "notice": why}
+               "flash": [r["torch SDPA (flash)"] for r in rows], "notice": why,
+               "naive_model": None, "flash_model": None}
         if not quiet:
             print(why)
         return out
     from flashsim import kernels, measure
     from flashsim.measure.peak_memory import peak_memory_gpu
-    out = {"ns": list(ns), "naive": [], "flash": []}
+    b = dtype_bytes(dtype)
+    out = {"ns": list(ns), "naive": [], "flash": [],
+           "naive_model": [2 * n * n * 4 + n * d * b for n in ns], "flash_model": [n * d * b + 4 * n for n in ns]}
     if _interpreter():
         out["backend"] = "interpreter: bytes stored by each kernel's launches"
         for n in ns:
