@@ -483,8 +483,14 @@ def by_launch(kernel_name: str, *, n: int | None = None, d: int | None = None, b
     return LaunchBreakdown(kernel_name, cfg, backend, rows, notice, view.per_tensor())
 
 
-def kernel_memory(ns=(128, 256, 512), d: int = 32, dtype: str = "fp16", quiet: bool = False) -> dict:
+#: (small, full) sizes of :func:`kernel_memory`: the interpreter always takes the small ones
+MEMORY_SIZES = {"ns": ((128, 256, 512), (1024, 2048, 4096, 8192)), "d": (32, 64)}
+
+
+def kernel_memory(ns=None, d: int | None = None, dtype: str = "fp16", quiet: bool = False) -> dict:
     """The global memory the naive and the flash forward kernels need beyond their inputs, as N grows (chapter 06).
+
+    ``ns``, ``d``: default :data:`MEMORY_SIZES` (in the interpreter always the small ones; on a GPU via ``pick``).
 
     GPU: the peak growth of torch's allocator during each call (:func:`flashsim.measure.peak_memory.peak_memory_gpu`):
     naive holds S and P (fp32, N×N each), flash only O and the logsumexp. Interpreter: the bytes each kernel's
@@ -506,6 +512,9 @@ def kernel_memory(ns=(128, 256, 512), d: int = 32, dtype: str = "fp16", quiet: b
         return out
     from flashsim import kernels, measure
     from flashsim.measure.peak_memory import peak_memory_gpu
+    small = _interpreter()
+    ns = tuple(ns) if ns is not None else MEMORY_SIZES["ns"][0] if small else pick(*MEMORY_SIZES["ns"])
+    d = int(d) if d is not None else MEMORY_SIZES["d"][0] if small else pick(*MEMORY_SIZES["d"])
     b = dtype_bytes(dtype)
     out = {"ns": list(ns), "naive": [], "flash": [],
            "naive_model": [2 * n * n * 4 + n * d * b for n in ns], "flash_model": [n * d * b + 4 * n for n in ns]}
