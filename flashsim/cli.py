@@ -5,11 +5,17 @@
     flashsim traffic  --algo flash2 --n 4096 --d 64 [--block-r 128 --block-c 128] [--json]
     flashsim simulate --algo flash1 --n 256 --d 64 --dtype fp16 --check      # exit 1 if the error is too big
     flashsim paper                                                           # FA1 Fig. 2, next to the paper
-    flashsim measure  --kernel flash_fwd --n 1024 --d 64                     # Triton kernels (needs torch)
+    flashsim measure  --kernel flash_fwd --n 1024 --d 64 [--block-r 64 --block-c 32]   # needs torch
 
 ``traffic`` and ``simulate`` take the options of :func:`flashsim.traffic` spelled ``--n --d --block-r --block-c
---heads --dtype --causal --backward --device --sram-bytes --algo`` (plus ``--stats-dtype --dropout-p --eager-ops
---l2``); ``--json`` prints one JSON object whose keys are the fields of :class:`flashsim.model.simulator.Traffic`.
+--batch --heads --dtype --causal --backward --device --sram-bytes --algo`` (plus ``--stats-dtype --dropout-p
+--eager-ops --l2``); ``--json`` prints one JSON object whose keys are the fields of
+:class:`flashsim.model.simulator.Traffic`.
+
+One vocabulary in every command: ``--block-r``/``--block-c`` (the papers' Br, Bc) and their aliases
+``--block-m``/``--block-n`` (the kernels' BLOCK_M, BLOCK_N) name the same two blocks; ``--batch B --heads H``
+means B sequences of H heads each, B × H independent heads (``traffic``'s JSON ``heads`` field is that product,
+the ``heads`` of :func:`flashsim.traffic`). Bytes print in binary units (B, KiB, MiB, GiB) and times in s, ms, µs.
 
 Bad input prints ``error: ...`` (the message names the fix) and exits with status 2, never a traceback: argparse
 errors, :class:`~flashsim.errors.FlashsimError`, sizes whose memory would exceed the budget (refused before
@@ -26,7 +32,11 @@ import sys
 import traceback
 
 from flashsim.errors import FlashsimError, MemoryBudgetError
+from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.memory import DEFAULT_HOST_BUDGET_BYTES
+from flashsim.model.paper import fig2_left, fig2_middle, format_report
+from flashsim.model.simulator import simulate, traffic
+from flashsim.model.units import format_bytes, format_seconds
 
 ALGOS = ("naive", "eager", "flash1", "flash2")
 
@@ -46,9 +56,12 @@ def _add_problem_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algo", default="flash2", help="naive | eager | flash1 | flash2 (default flash2)")
     p.add_argument("--n", type=int, required=True, help="sequence length N")
     p.add_argument("--d", type=int, required=True, help="head dimension d")
-    p.add_argument("--block-r", type=int, default=None, help="rows of Q per block, Br (default: from SRAM)")
-    p.add_argument("--block-c", type=int, default=None, help="rows of K/V per block, Bc (default: from SRAM)")
-    p.add_argument("--heads", type=int, default=1, help="independent heads (batch × heads), default 1")
+    p.add_argument("--block-r", "--block-m", dest="block_r", type=int, default=None,
+                   help="rows of Q per block, Br = BLOCK_M (default: the algorithm's rule, from SRAM)")
+    p.add_argument("--block-c", "--block-n", dest="block_c", type=int, default=None,
+                   help="rows of K/V per block, Bc = BLOCK_N (default: the algorithm's rule, from SRAM)")
+    p.add_argument("--batch", type=int, default=1, help="sequences B, default 1 (B × H heads are counted)")
+    p.add_argument("--heads", type=int, default=1, help="heads H per sequence, default 1 (as in measure)")
     p.add_argument("--dtype", default="fp16", help="storage dtype: fp16 (default), bf16, fp32")
     p.add_argument("--stats-dtype", default=None, help="dtype of m, l, logsumexp (default fp32)")
     p.add_argument("--causal", action="store_true", help="causal mask (skip fully masked tiles)")
@@ -62,13 +75,18 @@ def _add_problem_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _kwargs(args) -> dict:
-    return dict(block_r=args.block_r, block_c=args.block_c, heads=args.heads, dtype=args.dtype,
+    for name in ("batch", "heads"):
+        value = getattr(args, name)
+        if value < 1:
+            raise FlashsimError(f"--{name} {value}: must be a positive integer, e.g. --{name} 1")
+    return dict(block_r=args.block_r, block_c=args.block_c, heads=args.batch * args.heads, dtype=args.dtype,
                 causal=args.causal, backward=args.backward, device=args.device, sram_bytes=args.sram_bytes,
                 stats_dtype=args.stats_dtype, dropout_p=args.dropout_p, l2=args.l2, eager_ops=args.eager_ops)
 
 
-def _gb(x) -> str:
-    return f"{x / 1e9:.4g} GB" if x >= 1e8 else f"{x / 1e6:.4g} MB" if x >= 1e5 else f"{x} B"
+def _bytes(x: int) -> str:
+    """Readable and exact: "4.13 MiB (4,325,376 B)"."""
+    return f"{format_bytes(x)} ({x:,} B)" if x >= 1024 else f"{x} B"
 
 
 def _print_traffic(t) -> None:
@@ -77,31 +95,30 @@ def _print_traffic(t) -> None:
         ("problem", f"N={t.n} d={t.d} heads={t.heads} {t.dtype} (stats {t.stats_dtype})"
                     + (" causal" if t.causal else "") + (" fwd+bwd" if t.backward else " fwd")
                     + (f" dropout={t.dropout_p}" if t.dropout_p else "")),
-        ("device", f"{t.device}, SRAM {t.sram_bytes} B"),
+        ("device", f"{t.device}, SRAM {format_bytes(t.sram_bytes)}"),
         ("blocks", f"Br={t.block_r} Bc={t.block_c}"),
-        ("HBM read", f"{t.hbm_read_bytes} B ({_gb(t.hbm_read_bytes)})"),
-        ("HBM write", f"{t.hbm_write_bytes} B ({_gb(t.hbm_write_bytes)})"),
-        ("HBM total", f"{t.hbm_bytes} B ({_gb(t.hbm_bytes)})"),
+        ("HBM read", _bytes(t.hbm_read_bytes)),
+        ("HBM write", _bytes(t.hbm_write_bytes)),
+        ("HBM total", _bytes(t.hbm_bytes)),
     ]
     if t.init_write_bytes:
-        rows.append(("init (memset)", f"{t.init_write_bytes} B, not in HBM write"))
+        rows.append(("init (memset)", f"{_bytes(t.init_write_bytes)}, not in HBM write"))
     if t.l2:
-        rows.append(("DRAM (L2 model)", f"read {_gb(t.dram_read_bytes)}, write {_gb(t.dram_write_bytes)}, "
-                                         f"total {_gb(t.dram_bytes)}"))
+        rows.append(("DRAM (L2 model)", f"read {format_bytes(t.dram_read_bytes)}, write "
+                                         f"{format_bytes(t.dram_write_bytes)}, total {format_bytes(t.dram_bytes)}"))
     rows += [
         ("FLOPs", f"{t.flops:.4g}"),
-        ("SRAM peak", f"{t.sram_peak_bytes} B"),
+        ("SRAM peak", format_bytes(t.sram_peak_bytes)),
         ("intensity", f"{t.arithmetic_intensity:.4g} FLOP/B (ridge {t.ridge_point_flops_per_byte:.4g})"),
-        ("roofline time", f"{t.time_s * 1e3:.4g} ms, {t.bound}-bound"),
+        ("roofline time", f"{format_seconds(t.time_s)}, {t.bound}-bound"),
     ]
     for k, v in rows:
         print(f"{k:>16}: {v}")
-    print(f"{'read by tensor':>16}: " + ", ".join(f"{k} {_gb(v)}" for k, v in t.read_bytes_by_tensor.items()))
-    print(f"{'write by tensor':>16}: " + ", ".join(f"{k} {_gb(v)}" for k, v in t.write_bytes_by_tensor.items()))
+    print(f"{'read by tensor':>16}: " + ", ".join(f"{k} {format_bytes(v)}" for k, v in t.read_bytes_by_tensor.items()))
+    print(f"{'write by tensor':>16}: " + ", ".join(f"{k} {format_bytes(v)}" for k, v in t.write_bytes_by_tensor.items()))
 
 
 def _cmd_traffic(args) -> int:
-    from flashsim.model.simulator import traffic
     t = traffic(args.algo, args.n, args.d, **_kwargs(args))
     if args.json:
         _print_json(t.as_dict())
@@ -116,7 +133,6 @@ def _print_json(obj: dict) -> None:
 
 
 def _cmd_simulate(args) -> int:
-    from flashsim.model.simulator import simulate
     sim = simulate(args.algo, args.n, args.d, seed=args.seed, record_events=False, **_kwargs(args))
     if args.json:
         _print_json(sim.as_dict())
@@ -138,7 +154,6 @@ def _cmd_simulate(args) -> int:
 
 
 def _cmd_paper(args) -> int:
-    from flashsim.model.paper import fig2_left, fig2_middle, format_report
     if args.json:
         _print_json({"fig2_middle": fig2_middle(), "fig2_left": fig2_left(l2=not args.no_l2)})
     else:
@@ -159,7 +174,6 @@ def measure_footprint_bytes(kernel: str, n: int, d: int, dtype="fp16", batch: in
     logsumexp; flash_bwd: the forward's plus dO, dQ, dK, dV and the fp32 D; tiled_matmul: A (n, d), B (d, n),
     C (n, n); online_softmax: X, P (n, n) and the fp32 logsumexp. Unknown kernels count 0 (measure rejects them).
     """
-    from flashsim.model.dtypes import dtype_bytes
     es, bh = dtype_bytes(dtype), batch * heads
     nd = bh * n * d * es
     return {"naive": 4 * nd + 2 * bh * n * n * 4,

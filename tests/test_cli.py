@@ -32,7 +32,26 @@ def test_traffic_json_same_fields_as_api(capsys):
 def test_traffic_human_output(capsys):
     code, out, _ = run(capsys, "traffic", "--algo", "naive", "--n", "1024", "--d", "64")
     assert code == 0
-    assert str((3 * 1024 * 64 + 2 * 1024**2) * 2) in out and "memory-bound" in out
+    assert f"{(3 * 1024 * 64 + 2 * 1024**2) * 2:,} B" in out and "memory-bound" in out
+    # readable units, one family: KiB/MiB/GiB and µs/ms, never decimal MB/GB or "e-05 ms"
+    assert "4.38 MiB" in out and "SRAM 228 KiB" in out and "µs" in out
+    assert " MB" not in out and " GB" not in out and "e-0" not in out
+
+
+def test_block_and_heads_flags_mean_the_same_in_every_command(capsys):
+    base = ["traffic", "--algo", "flash2", "--n", "512", "--d", "64", "--json"]
+    a = json.loads(run(capsys, *base, "--block-r", "64", "--block-c", "32", "--batch", "2", "--heads", "3")[1])
+    b = json.loads(run(capsys, *base, "--block-m", "64", "--block-n", "32", "--heads", "6")[1])
+    assert a == b and a["heads"] == 6 and (a["block_r"], a["block_c"]) == (64, 32)
+    assert a == traffic("flash2", 512, 64, 64, 32, heads=6).as_dict()
+    code, _, err = run(capsys, *base, "--batch", "0")
+    assert code == 2 and "--batch 0" in err
+    from flashsim.measure import add_measure_arguments
+    import argparse
+    p = argparse.ArgumentParser()
+    add_measure_arguments(p)
+    args = p.parse_args(["--kernel", "flash_fwd", "--n", "64", "--d", "16", "--block-r", "64", "--block-c", "16"])
+    assert (args.block_m, args.block_n) == (64, 16)
 
 
 def test_traffic_eager_options(capsys):
@@ -140,11 +159,9 @@ def test_negative_seed_is_refused_by_argparse(capsys):
 
 
 def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
-    import flashsim.model.simulator as api
-
     def boom(*a, **k):
         raise ZeroDivisionError("a bug")
-    monkeypatch.setattr(api, "traffic", boom)
+    monkeypatch.setattr(cli, "traffic", boom)
     code, _, err = run(capsys, "traffic", "--n", "64", "--d", "16")
     assert code == 1 and err.startswith("error: internal error (ZeroDivisionError: a bug)") and "Traceback" not in err
 

@@ -11,6 +11,7 @@ from flashsim.measure.ncu import ncu_profile
 from flashsim.measure.runners import kernel_runner
 from flashsim.model.dtypes import canonical_dtype
 from flashsim.model.kernel_io import KERNELS, kernel_dram, kernel_io
+from flashsim.model.units import format_bytes, format_seconds
 
 
 def measure_cli_result(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
@@ -62,12 +63,15 @@ def add_measure_arguments(parser) -> None:
     parser.add_argument("--kernel", required=True, choices=list(KERNELS), help="which Triton kernel to run")
     parser.add_argument("--n", type=int, required=True, help="sequence length N")
     parser.add_argument("--d", type=int, required=True, help="head dim d (tiled_matmul: inner dim)")
-    parser.add_argument("--block-m", type=int, default=32, help="BLOCK_M (power of two >= 16)")
-    parser.add_argument("--block-n", type=int, default=32, help="BLOCK_N (power of two >= 16)")
+    parser.add_argument("--block-m", "--block-r", dest="block_m", type=int, default=32,
+                        help="BLOCK_M = Br, rows of Q per program (power of two >= 16, default 32)")
+    parser.add_argument("--block-n", "--block-c", dest="block_n", type=int, default=32,
+                        help="BLOCK_N = Bc, rows of K/V per inner step (power of two >= 16, default 32)")
     parser.add_argument("--causal", action="store_true", help="causal mask")
     parser.add_argument("--dtype", default="fp16", help="fp16 (default), fp32; bf16 on a GPU only")
     parser.add_argument("--batch", type=int, default=1, help="batch size B (attention kernels)")
-    parser.add_argument("--heads", type=int, default=1, help="heads H (attention kernels)")
+    parser.add_argument("--heads", type=int, default=1, help="heads H per sequence (attention kernels); B × H "
+                        "heads run, as `flashsim traffic --batch B --heads H` counts")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -83,5 +87,18 @@ def run_measure(args) -> int:
         print(json.dumps(res))
     else:
         for k, v in res.items():
-            print(f"{k:>24}: {v}")
+            print(f"{k:>24}: {_readable(k, v)}")
     return 0
+
+
+def _readable(key: str, value) -> str:
+    """Bytes in binary units with the exact count, times in s/ms/µs/ns (the JSON keeps the raw numbers)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key.endswith("_bytes"):
+            return f"{format_bytes(value)} ({int(value):,} B)" if value >= 1024 else f"{int(value)} B"
+        if key.endswith("_bytes_per_s"):
+            return f"{format_bytes(value)}/s"
+        for suffix, scale in (("_ns", 1e-9), ("_ms", 1e-3), ("_s", 1.0)):
+            if key.endswith(suffix):
+                return format_seconds(value * scale)
+    return str(value)

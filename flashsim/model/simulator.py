@@ -48,6 +48,8 @@ from flashsim.model.dtypes import UNIT_ROUNDOFF, canonical_dtype, round_to
 from flashsim.model.memory import DEFAULT_HOST_BUDGET_BYTES, Counters, Memory, check_host_budget
 from flashsim.model.problem import Problem, make_problem
 from flashsim.model.roofline import roofline
+from flashsim.model.table import Table
+from flashsim.model.units import format_bytes, format_seconds
 
 __all__ = ["Traffic", "Simulation", "FlashsimWarning", "traffic", "simulate", "tolerance", "flash_rounding_bounds",
            "standard_rounding_bounds", "estimate_step_seconds",
@@ -109,6 +111,39 @@ class Traffic:
     def as_dict(self) -> dict:
         """JSON-ready dict (the ``flashsim traffic --json`` object): strict JSON, see :func:`strict_json`."""
         return strict_json(asdict(self))
+
+    def _problem_text(self) -> str:
+        return (f"{self.algo}" + (f" ({self.eager_ops})" if self.eager_ops else "")
+                + f", N={self.n}, d={self.d}, heads={self.heads}, {self.dtype}" + (", causal" if self.causal else "")
+                + (", fwd+bwd" if self.backward else ""))
+
+    def __repr__(self) -> str:
+        """One line: the problem, the blocks, the HBM bytes and the roofline time (every field: :meth:`as_dict`)."""
+        dram = f", DRAM {format_bytes(self.dram_bytes)}" if self.dram_bytes is not None else ""
+        return (f"<Traffic {self._problem_text()}, {self.device}, Br×Bc={self.block_r}×{self.block_c}: "
+                f"HBM {format_bytes(self.hbm_bytes)} (read {format_bytes(self.hbm_read_bytes)}, write "
+                f"{format_bytes(self.hbm_write_bytes)}){dram}, {self.flops:.3g} FLOP, "
+                f"{format_seconds(self.time_s)} {self.bound}-bound>")
+
+    def table(self) -> Table:
+        """The numbers a reader looks at, one per row, in readable units (how a notebook shows a Traffic)."""
+        rows = [["blocks Br × Bc", f"{self.block_r} × {self.block_c}"],
+                ["HBM read", format_bytes(self.hbm_read_bytes)],
+                ["HBM write", format_bytes(self.hbm_write_bytes)],
+                ["HBM total", format_bytes(self.hbm_bytes)]]
+        if self.dram_bytes is not None:
+            rows.append(["DRAM (L2 model)", format_bytes(self.dram_bytes)])
+        rows += [["FLOPs", f"{self.flops:.4g}"],
+                 ["SRAM peak", format_bytes(self.sram_peak_bytes)],
+                 ["intensity", f"{self.arithmetic_intensity:.4g} FLOP/B (ridge {self.ridge_point_flops_per_byte:.4g})"],
+                 ["roofline time", f"{format_seconds(self.time_s)}, {self.bound}-bound"]]
+        rows += [[f"read {k}", format_bytes(v)] for k, v in self.read_bytes_by_tensor.items()]
+        rows += [[f"write {k}", format_bytes(v)] for k, v in self.write_bytes_by_tensor.items()]
+        return Table(["", "value"], rows, f"{self._problem_text()} on {self.device} "
+                                          f"(SRAM {format_bytes(self.sram_bytes)})")
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
 
 @dataclass

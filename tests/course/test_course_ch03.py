@@ -46,7 +46,7 @@ def test_paper_blocks_agree_with_resolve_blocks_before_rounding():
     import flashsim
     br, bc = sol.paper_blocks(228 * 1024, 64, "fp16")
     assert (br, bc) == (64, 456)
-    t = flashsim.traffic("flash2", n=4096, d=64, device="h200")   # resolve_blocks: rule, then powers of two
+    t = flashsim.traffic("flash1", n=4096, d=64, device="h200")   # resolve_blocks: FA1's rule, then powers of two
     assert (t.block_r, t.block_c) == (br, 1 << (bc.bit_length() - 1))
 
 

@@ -6,18 +6,11 @@ import numpy as np
 from flashsim.course.kit.plotting import LivePlot
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.hardware import get_device
+from flashsim.model.units import format_bytes  # re-exported: the course's byte units (binary, 3 digits)
 
 __all__ = ["MatrixBytesPlot", "plot_matrix_bytes", "figure_matrix_bytes", "format_bytes"]
 
 DEFAULT_NS = tuple(2 ** k for k in range(7, 18))   # 128 ... 131072
-
-
-def format_bytes(nbytes: float) -> str:
-    """Bytes in binary units, the course's convention: "96 KiB", "50 MiB", "141 GiB" (3 significant digits)."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= size:
-            return f"{nbytes / size:.3g} {unit}"
-    return f"{nbytes:.0f} B"
 
 
 class MatrixBytesPlot(LivePlot):

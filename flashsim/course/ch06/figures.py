@@ -13,8 +13,8 @@ __all__ = ["ContextMemoryPlot", "plot_peak_memory", "plot_context_memory", "cont
 
 
 def plot_peak_memory(measured: dict, title: str = ""):
-    """Log-log peak memory vs N: measured (markers) and modelled (dashed), naive and flash, from
-    :func:`flashsim.widgets.measure_peak_memory`.
+    """Log-log peak memory vs N: measured (markers) and modelled (dashed, where the dict has a model), naive and
+    flash, from :func:`flashsim.widgets.measure_peak_memory` or :func:`flashsim.course.kit.real_gpu.kernel_memory`.
 
     Introduced in chapter 06.
     """
@@ -26,8 +26,9 @@ def plot_peak_memory(measured: dict, title: str = ""):
         # the fitted log-log slope goes in the legend (an annotation at the last point ran off the axes)
         slope = f" (slope {np.polyfit(np.log(ns), np.log(np.maximum(y, 1)), 1)[0]:.2f})" if len(ns) > 1 else ""
         ax.plot(ns, y / 1e6, "o-", color=color, label=f"{label}: measured{slope}")
-        ax.plot(ns, np.asarray(measured[key + "_model"], float) / 1e6, "--", color=color, alpha=0.6,
-                label=f"{label}: model")
+        if measured.get(key + "_model") is not None:
+            ax.plot(ns, np.asarray(measured[key + "_model"], float) / 1e6, "--", color=color, alpha=0.6,
+                    label=f"{label}: model")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length N")

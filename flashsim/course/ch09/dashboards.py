@@ -15,7 +15,7 @@ from pathlib import Path
 
 from flashsim.course.ch09.figures import SRAM_KIBS, RooflinePlot, theta_sweep
 from flashsim.course.kit.dashboard import Dashboard, Memo, choice, neighbours, slider
-from flashsim.course.kit.real_gpu import compare
+from flashsim.course.kit.real_gpu import compare, measured_on
 from flashsim.course.kit.results import load_result, result_source
 from flashsim.errors import FlashsimError
 from flashsim.model.hardware import device_names
@@ -154,7 +154,8 @@ def _ncu_rows(result: dict, kernel: str, max_tiles: int = 300_000) -> list:
 def l2_rows(kernel: str = "flash_fwd", configs=None, path: str | None = None) -> dict:
     """Requested vs DRAM bytes of `kernel`: {"source", "rows": [{"label", "requested", "dram_simulated",
     "requested_measured", "dram_measured"}]}: ncu numbers from the recorded H200 sweep ``kernels_h200``
-    (:mod:`flashsim.course.kit.results`), or from the JSON file `path` (source "ncu on H200: <file>"); where that
+    (:mod:`flashsim.course.kit.results`; source "Nsight Compute sweep, measured on <GPU>, <date>"), or from the JSON
+    file `path` (source "ncu on H200: <file>"); where that
     has no rows of `kernel`, the L2 model alone at `configs` (source "L2 model", measured entries None)."""
     try:
         if path is None:
@@ -163,6 +164,8 @@ def l2_rows(kernel: str = "flash_fwd", configs=None, path: str | None = None) ->
             source, rows = path, _ncu_rows(json.loads(Path(path).read_text()), kernel)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         rows = []
+    if rows and path is None:   # what a chapter prints: the GPU and date from the record's own metadata
+        return {"source": f"Nsight Compute sweep, {measured_on('kernels_h200')}", "rows": rows}
     if rows:
         return {"source": f"ncu on H200: {Path(source).name}", "rows": rows}
     configs = configs or ((1, 16, 1024, 64), (1, 16, 4096, 64), (2, 16, 4096, 128), (1, 8, 16384, 128))

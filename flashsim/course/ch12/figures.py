@@ -71,8 +71,8 @@ def plot_kernel_io_by_tensor(simulated: dict, measured: dict | None = None, titl
 def plot_speed_vs_sdpa(speed: dict | None):
     """Median ms and TFLOP/s of the learner's kernel, flashsim.kernels.flash_forward and torch SDPA (its fastest
     backend, named), from a GPU run of :func:`flashsim.exercises.sdpa_speed`; without the learner's kernel
-    (``learner_ms`` None: it has not passed yet) the course's kernel and SDPA only; without a GPU (speed None) a
-    panel that says so."""
+    (``learner_ms`` None: it has not passed yet) the course's kernel and SDPA only; a recorded run (``recorded``:
+    "measured on <GPU>, <date>") says so in its title; without a GPU (speed None) a panel that says so."""
     fig = new_figure((6.4, 3.0))
     if not speed:
         ax = fig.add_subplot()
@@ -94,7 +94,8 @@ def plot_speed_vs_sdpa(speed: dict | None):
     s = speed["size"]
     fig.suptitle(f"{speed.get('device', 'GPU')}: B={s['batch']}, H={s['heads']}, N={s['n']}, d={s['d']}, "
                  f"{s['dtype']}{', causal' if s['causal'] else ''}"
-                 + ("" if speed.get("learner_ms") is not None else " (your kernel has not passed yet)"), fontsize=9)
+                 + (f" — recorded, {speed['recorded']}" if speed.get("recorded") else
+                    "" if speed.get("learner_ms") is not None else " (your kernel has not passed yet)"), fontsize=9)
     for ax in (ax1, ax2):
         ax.tick_params(axis="x", labelsize=8)
     fig.tight_layout()

@@ -21,6 +21,7 @@ from flashsim.course import pick
 from flashsim.course.ch13.figures import DecodingPlot, OverlapPlot, RingStepPlot
 from flashsim.course.kit.dashboard import Dashboard, choice, int_range, slider, toggle
 from flashsim.course.kit.optional import absent, missing
+from flashsim.course.kit.real_gpu import measured_on
 from flashsim.course.kit.results import load_result, result_source
 from flashsim.measure import count_io
 from flashsim.model.hardware import device_names
@@ -30,7 +31,7 @@ from flashsim.model.multi.cluster import (LINK_PRESETS, flash_decoding, overlap_
 from flashsim.distributed.ring import RingRun, pick_backend, run_ring
 
 __all__ = ["RingStepper", "OverlapDashboard", "DecodingDashboard", "h200_results", "ring_on_processes",
-           "recorded_ring_runs", "split_kv_here"]
+           "recorded_ring_runs", "split_kv_here", "recorded_summary"]
 
 
 class RingStepper(Dashboard):
@@ -183,9 +184,32 @@ class DecodingDashboard(Dashboard):
 
 def h200_results() -> dict:
     """The recorded H200 runs of chapter 13 (:mod:`flashsim.course.kit.results`): {"flash_decoding": the split-KV
-    kernel timed over num_splits, "distributed": ring attention on 2 GPUs}, each with "file" (the raw record)."""
-    return {key: {**load_result(f"{key}_h200"), "file": Path(result_source(f"{key}_h200")).name}
+    kernel timed over num_splits, "distributed": ring attention on 2 GPUs}, each with "file" (the raw record, for a
+    maintainer) and "measured_on" ("measured on an NVIDIA H200, <date>", what a chapter prints)."""
+    return {key: {**load_result(f"{key}_h200"), "file": Path(result_source(f"{key}_h200")).name,
+                  "measured_on": measured_on(f"{key}_h200")}
             for key in ("flash_decoding", "distributed")}
+
+
+def recorded_summary() -> list[str]:
+    """Chapter 13's recorded GPU numbers as printable lines, each saying where and when it was measured: the ring
+    on 2 GPUs over NCCL (bytes each GPU sent against the simulator's, the time of one pass) and flash-decoding (one
+    pass vs split K/V, per number of heads)."""
+    res = h200_results()
+    dist, fd = res["distributed"], res["flash_decoding"]
+    lines = [f"ring attention over NCCL, {dist['measured_on']}:"]
+    for r in dist["runs"]:
+        if r["comm_only"] or r["n"] != max(x["n"] for x in dist["runs"]):
+            continue
+        lines.append(f"  N={r['n']:,}, {r['heads']} heads, d={r['d']}, {r['dtype']}, "
+                     f"{'causal    ' if r['causal'] else 'non-causal'}: sent per GPU {r['sent_bytes']} bytes "
+                     f"(simulated {r['simulated_bytes']}), {max(r['seconds']) * 1e3:.1f} ms per pass")
+    lines.append(f"flash-decoding, batch 1, N={fd['n']:,}, d={fd['d']}, {fd['measured_on']}:")
+    for row in fd["rows"]:
+        lines.append(f"  H={row['heads']:2d}: one pass {row['nosplit_s'] * 1e6:6.1f} µs "
+                     f"({row['nosplit_gb_per_s']:.0f} GB/s), K/V split {row['split_s'] * 1e6:6.1f} µs: "
+                     f"{row['speedup']:.2f}× faster")
+    return lines
 
 
 def recorded_ring_runs() -> list[RingRun]:
@@ -205,8 +229,7 @@ def ring_on_processes(world: int = 2, heads: int | None = None, n: int | None = 
     causal: NCCL with the course's Triton kernel when there is a GPU per process, else gloo on this CPU. Prints the
     backend in one line. Without torch: one line says so, and :func:`recorded_ring_runs` are returned."""
     if absent("torch"):
-        print(f"{missing('kernels')} Shown instead: the ring recorded on 2 H200s over NCCL "
-              f"({result_source('distributed_h200')}).")
+        print(f"{missing('kernels')} Shown instead: the ring over NCCL, {measured_on('distributed_h200')}.")
         return recorded_ring_runs()
     backend = pick_backend()
     gpus = 0
@@ -228,8 +251,8 @@ def split_kv_here(n_kv: int | None = None, d: int = 64, heads: int = 4, splits=(
     why = missing("kernels")
     if why:
         fd = load_result("flash_decoding_h200")
-        print(f"{why} Shown instead: the split-KV kernel recorded on an {fd['versions']['gpu']} at N={fd['n']:,}, "
-              f"d={fd['d']} ({result_source('flash_decoding_h200')}).")
+        print(f"{why} Shown instead: the split-KV kernel at N={fd['n']:,}, d={fd['d']}, "
+              f"{measured_on('flash_decoding_h200')}.")
         for row in fd["rows"]:
             print(f"H={row['heads']:2d}: max error against the reference: one pass {row['nosplit_err']:.1e}, "
                   f"{row['splits']} splits {row['split_err']:.1e}")

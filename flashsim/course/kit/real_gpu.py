@@ -50,9 +50,10 @@ from flashsim.course import Table, pick
 from flashsim.course.kit.optional import missing
 from flashsim.course.kit.results import load_result, result_source
 from flashsim.errors import FlashsimError
+from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.kernel_io import kernel_io
 
-__all__ = ["DEFAULT_SIZES", "KERNELS", "Comparison", "Table", "compare", "recorded"]
+__all__ = ["DEFAULT_SIZES", "KERNELS", "Comparison", "Table", "compare", "recorded", "measured_on"]
 
 #: kernel names, as ``flashsim measure --kernel`` spells them, and the chapter that introduces each
 KERNELS = {"naive": "02", "tiled_matmul": "03", "online_softmax": "04", "flash_fwd": "05", "flash_bwd": "07"}
@@ -238,6 +239,25 @@ def _notice(backend: str, raw: dict) -> str:
                      "preset's bandwidth.")
 
 
+def measured_on(name: str) -> str:
+    """"measured on an NVIDIA H200, 2026-11-30": the GPU (or machine) and the date a recorded result names in its
+    own metadata (``load_result(name)``: ``versions`` or ``info``: ``gpu``/``gpus``, ``device``, ``gpu``; ``date_utc``/``date``).
+    What a chapter prints next to a recorded number, so that the number says where and when it was measured."""
+    data = load_result(name)
+    versions = next((data[k] for k in ("versions", "info") if isinstance(data.get(k), dict)), {})
+    gpus = versions.get("gpus") or []
+    gpu = versions.get("gpu") or data.get("device") or data.get("gpu") or (gpus[0] if gpus else None)
+    if isinstance(gpu, dict):
+        gpu = gpu.get("device")
+    if not gpu:
+        machine = data.get("machine")
+        gpu = (machine.get("cpu") or machine.get("processor")) if isinstance(machine, dict) else machine
+    where = (f"{len(gpus)} × {gpus[0]}" if len(gpus) > 1 else f"an {gpu}" if str(gpu).startswith("NVIDIA")
+             else str(gpu or "a GPU"))
+    date = str(versions.get("date_utc") or data.get("date_utc") or data.get("date") or "")[:10]
+    return f"measured on {where}" + (f", {date}" if date else "")
+
+
 _VIEW_KEYS = ("n", "d", "block_m", "block_n", "causal", "dtype", "batch", "heads")
 RECORDED = "kernels_h200"  #: the recorded ncu sweep :func:`recorded` reads (flashsim/course/recorded/)
 
@@ -273,10 +293,9 @@ def recorded(kernel_name: str, *, n: int | None = None, d: int | None = None, bl
     cfg.pop("kernel", None)
     # today's kernel view of the recorded configuration: ncu's global bytes are the L1's (32-byte sectors)
     view = kernel_io(kernel_name, **{k: cfg[k] for k in _VIEW_KEYS if k in cfg})
-    versions = data.get("versions", {})
-    gpu, date = versions.get("gpu", "a GPU"), str(versions.get("date_utc", ""))[:10]
+    gpu = data.get("versions", {}).get("gpu", "a GPU")
     source = result_source(RECORDED)
-    note = f"Recorded by Nsight Compute on an {gpu} ({date}; {source})."
+    note = f"Nsight Compute's counters, {measured_on(RECORDED)}."
     return Comparison(kernel=kernel_name, config=cfg, backend=f"ncu on {gpu}, recorded",
                       measured_load_bytes=int(total["global_load_bytes"]),
                       measured_store_bytes=int(total["global_store_bytes"]),
@@ -333,3 +352,189 @@ def compare(kernel_name: str, *, n: int | None = None, d: int | None = None, blo
     if not quiet:
         print(result.notice)
     return result
+
+
+# --- what each chapter measures: per launch and tensor (02, 05, 07), memory (06) ------------------------------------
+
+INTERPRETER_PROOF = (
+    "In the interpreter the hooks count the loads and stores the kernel's source asks for, and the kernel view "
+    "predicts the same loads from the same loop: equal columns are a consistency check of the loop (which tile "
+    "moves, how often), not a hardware measurement. Caches, sectors, coalescing and time are what a GPU adds.")
+
+
+@dataclass
+class LaunchBreakdown:
+    """Measured vs simulated bytes of one kernel call, launch by launch and tensor by tensor (chapters 02, 05, 07).
+
+    ``rows``: [launch, tensor, measured loads, simulated loads, measured stores, simulated stores]; on a GPU (and in
+    a recorded run) the counters are per launch, so the tensor column reads "all". ``measured(launch, tensor,
+    "loads")`` and ``simulated(...)`` read one entry."""
+
+    kernel: str
+    config: dict
+    backend: str
+    rows: list
+    notice: str = ""
+    view: dict = field(default_factory=dict)   # the kernel view per launch: {launch: {"loads": {..}, "stores": {..}}}
+
+    def round_trips(self) -> Table:
+        """Tensors that make a round trip through global memory: stored by one launch, loaded by a later one (S and
+        P in standard attention, the backward's D). Bytes per tensor as measured where the counts are per tensor
+        (the interpreter), else as the kernel view predicts them."""
+        per_tensor = self.backend == "interpreter"
+        launches = list(self.view)
+        rows = []
+        for i, writer in enumerate(launches):
+            for t, stored in self.view[writer]["stores"].items():
+                for reader in launches[i + 1:]:
+                    if t in self.view[reader]["loads"]:
+                        rows.append([t, writer, self.measured(writer, t, "stores") if per_tensor else stored,
+                                     reader, self.measured(reader, t) if per_tensor else
+                                     self.view[reader]["loads"][t]])
+        how = "measured" if per_tensor else "the kernel view's bytes (the GPU counts per launch, not per tensor)"
+        return Table(["tensor", "stored by", "bytes stored", "loaded by", "bytes loaded"], rows,
+                     f"{self.kernel}: round trips through global memory — {how}")
+
+    def _get(self, launch: str, tensor: str, kind: str, col: int):
+        for r in self.rows:
+            if r[0] == launch and r[1] == tensor:
+                return r[col + (0 if kind == "loads" else 2)]
+        return 0
+
+    def measured(self, launch: str, tensor: str, kind: str = "loads"):
+        return self._get(launch, tensor, kind, 2)
+
+    def simulated(self, launch: str, tensor: str, kind: str = "loads"):
+        return self._get(launch, tensor, kind, 3)
+
+    @property
+    def exact(self) -> bool:
+        return all(r[2] == r[3] and r[4] == r[5] for r in self.rows)
+
+    def table(self) -> Table:
+        cfg = ", ".join(f"{k}={v}" for k, v in self.config.items() if v is not None)
+        return Table(["launch", "tensor", "loads measured", "loads simulated", "stores measured", "stores simulated"],
+                     self.rows, f"{self.kernel} ({cfg}), launch by launch — measured by {self.backend}")
+
+    def __str__(self) -> str:
+        return (self.notice + "\n" if self.notice else "") + str(self.table())
+
+    def _repr_html_(self) -> str:
+        note = f"<p><i>{self.notice}</i></p>" if self.notice else ""
+        return note + self.table()._repr_html_()
+
+
+def _tensor_rows(name: str, measured: dict | None, simulated: dict) -> list:
+    tensors = list(dict.fromkeys([*simulated["loads"], *simulated["stores"], *(measured or {}).get("loads", {}),
+                                  *(measured or {}).get("stores", {})]))
+    m = measured or {"loads": {}, "stores": {}}
+    return [[name, t, m["loads"].get(t, 0) if measured else None, simulated["loads"].get(t, 0),
+             m["stores"].get(t, 0) if measured else None, simulated["stores"].get(t, 0)] for t in tensors]
+
+
+def by_launch(kernel_name: str, *, n: int | None = None, d: int | None = None, block_m: int | None = None,
+              block_n: int | None = None, causal: bool = False, dtype: str = "fp16", quiet: bool = False
+              ) -> LaunchBreakdown:
+    """Run ``kernel_name`` once and show its bytes launch by launch: measured next to the kernel view.
+
+    Interpreter: :func:`flashsim.measure.count_io` per launch and tensor, against
+    :func:`flashsim.model.kernel_io.kernel_io`'s element bytes. GPU: Nsight Compute's global load/store bytes per
+    launch (:func:`flashsim.measure.ncu_profile`) against the view's L1 bytes; without counters, the simulated
+    column alone. Without torch/triton: the recorded ncu run nearest to the asked size (:func:`recorded`).
+    Arguments as :func:`compare`."""
+    if kernel_name not in KERNELS:
+        raise FlashsimError(f"unknown kernel {kernel_name!r}: use one of {sorted(KERNELS)}")
+    why = missing("kernels")
+    if why is not None:
+        rec = recorded(kernel_name, n=n, d=d, block_m=block_m, block_n=block_n, causal=causal, dtype=dtype,
+                       notice=why)
+        cfg = rec.config
+        view = kernel_io(kernel_name, **{k: cfg[k] for k in _VIEW_KEYS if k in cfg})
+        got = {L["kernel"]: L for L in rec.raw["recorded"]["measured"]["launches"]}
+        rows = [[L.name, "all", int(got[L.name]["global_load_bytes"]) if L.name in got else None, L.l1_load_bytes,
+                 int(got[L.name]["global_store_bytes"]) if L.name in got else None, L.l1_store_bytes]
+                for L in view.launches]
+        if not quiet:
+            print(rec.notice)
+        return LaunchBreakdown(kernel_name, cfg, rec.backend, rows, rec.notice, view.per_tensor())
+    from flashsim import measure
+    from flashsim.kernels import default_blocks
+    interpreter = _interpreter()
+    cfg = {"n": _default(kernel_name, "n", n, interpreter), "d": _default(kernel_name, "d", d, interpreter)}
+    bm, bn = default_blocks(kernel_name, cfg["d"])
+    cfg.update(block_m=int(block_m or bm), block_n=int(block_n or bn), causal=bool(causal), dtype=str(dtype))
+    args = (kernel_name, cfg["n"], cfg["d"], cfg["block_m"], cfg["block_n"], cfg["causal"], cfg["dtype"])
+    view = kernel_io(*args)
+    if interpreter:
+        got = measure.count_io(measure.kernel_runner(*args)).per_tensor()
+        rows = [r for L in view.launches
+                for r in _tensor_rows(L.name, got.get(L.name), {"loads": L.loads, "stores": L.stores})]
+        backend, notice = "interpreter", INTERPRETER_PROOF
+    else:
+        prof = measure.ncu_profile(*args)
+        backend = str(prof["backend"])
+        got = {L["kernel"]: L for L in prof.get("launches", [])}
+        rows = [[L.name, "all", int(got[L.name]["global_load_bytes"]) if L.name in got else None, L.l1_load_bytes,
+                 int(got[L.name]["global_store_bytes"]) if L.name in got else None, L.l1_store_bytes]
+                for L in view.launches]
+        notice = _notice(backend, prof)
+    if not quiet:
+        print(notice)
+    return LaunchBreakdown(kernel_name, cfg, backend, rows, notice, view.per_tensor())
+
+
+#: (small, full) sizes of :func:`kernel_memory`: the interpreter always takes the small ones
+MEMORY_SIZES = {"ns": ((128, 256, 512), (1024, 2048, 4096, 8192)), "d": (32, 64)}
+
+
+def kernel_memory(ns=None, d: int | None = None, dtype: str = "fp16", quiet: bool = False) -> dict:
+    """The global memory the naive and the flash forward kernels need beyond their inputs, as N grows (chapter 06).
+
+    ``ns``, ``d``: default :data:`MEMORY_SIZES` (in the interpreter always the small ones; on a GPU via ``pick``).
+
+    GPU: the peak growth of torch's allocator during each call (:func:`flashsim.measure.peak_memory.peak_memory_gpu`):
+    naive holds S and P (fp32, N×N each), flash only O and the logsumexp. Interpreter: the bytes each kernel's
+    launches store, tensor by tensor (:func:`flashsim.measure.count_io`): every byte of S, P, O and L is written
+    once, so the stored bytes are the sizes of the tensors the kernel had to allocate (a count of the source's
+    stores, not an allocator's peak). Without torch/triton: the recorded GPU measurement of torch's naive attention
+    and SDPA's flash backend. Returns {"backend", "ns", "naive", "flash", "notice"} (bytes per N)."""
+    why = missing("kernels")
+    if why is not None:
+        rec = load_result("cpu_peak_memory")["gpu"]
+        rows = [r for r in rec["rows"] if r.get("torch naive") is not None and r.get("torch SDPA (flash)") is not None]
+        out = {"backend": f"torch naive vs SDPA's flash backend, {measured_on('cpu_peak_memory')}, "
+                          f"{rows[0]['heads']} heads",
+               "ns": [r["N"] for r in rows], "naive": [r["torch naive"] for r in rows],
+               "flash": [r["torch SDPA (flash)"] for r in rows], "notice": why,
+               "naive_model": None, "flash_model": None}
+        if not quiet:
+            print(why)
+        return out
+    from flashsim import kernels, measure
+    from flashsim.measure.peak_memory import peak_memory_gpu
+    small = _interpreter()
+    ns = tuple(ns) if ns is not None else MEMORY_SIZES["ns"][0] if small else pick(*MEMORY_SIZES["ns"])
+    d = int(d) if d is not None else MEMORY_SIZES["d"][0] if small else pick(*MEMORY_SIZES["d"])
+    b = dtype_bytes(dtype)
+    out = {"ns": list(ns), "naive": [], "flash": [],
+           "naive_model": [2 * n * n * 4 + n * d * b for n in ns], "flash_model": [n * d * b + 4 * n for n in ns]}
+    if _interpreter():
+        out["backend"] = "interpreter: bytes stored by each kernel's launches"
+        for n in ns:
+            for name, key in (("naive", "naive"), ("flash_fwd", "flash")):
+                bm, bn = kernels.default_blocks(name, d)
+                c = measure.count_io(measure.kernel_runner(name, n, d, bm, bn, False, dtype))
+                out[key].append(c.store_bytes)
+        out["notice"] = ("Counted in the Triton interpreter: the bytes each kernel stores to global memory, which is "
+                         "every tensor it must allocate besides its inputs.")
+    else:
+        import torch
+        out["backend"] = f"{torch.cuda.get_device_name()}: torch.cuda.max_memory_allocated during the call"
+        for n in ns:
+            q, k, v = measure.make_inputs("flash_fwd", n, d, dtype)
+            out["naive"].append(peak_memory_gpu(kernels.naive_attention, q, k, v))
+            out["flash"].append(peak_memory_gpu(kernels.flash_forward, q, k, v))
+        out["notice"] = "Measured by torch's CUDA allocator: the peak memory each kernel call added."
+    if not quiet:
+        print(out["notice"])
+    return out

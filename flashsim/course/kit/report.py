@@ -167,20 +167,24 @@ def _cuda_properties() -> dict | None:
 
 #: the course, one line per chapter: (number, notebook file, title, what it shows)
 COURSE_MAP = [
-    ("00", "00_start_here.ipynb", "Start here", "the device found, versions, how the sliders work, this map"),
+    ("00", "00_start_here.ipynb", "Start here",
+     "the device found, versions, how the sliders and exercises work, this map, one vocabulary (a glossary)"),
     ("01", "01_memory_hierarchy.ipynb", "The memory hierarchy",
      "HBM vs L2 vs SRAM, bandwidth, the roofline, memory- vs compute-bound, device presets side by side"),
     ("02", "02_standard_attention.ipynb", "Standard attention and its traffic",
-     "Algorithm 0 step by step, S at N=8192 is 128 MiB, traffic vs N, the eager framework's op-by-op bytes"),
+     "Algorithm 0 step by step, S at N=8192 is 128 MiB, traffic vs N, the eager framework's op-by-op bytes, "
+     "S and P's round trips counted launch by launch"),
     ("03", "03_tiling.ipynb", "Tiling",
      "tiled Q Kᵀ in SRAM-sized tiles, SRAM and block-size sliders, the paper's block-size rule, tiles that do not fit"),
     ("04", "04_online_softmax.ipynb", "Online softmax",
      "running max and sum, the rescale, the merge operator, why the max is subtracted (fp16 overflow)"),
     ("05", "05_flash_forward.ipynb", "FlashAttention forward",
-     "the loop animated, exact but not bitwise, traffic vs block size (FA1 Fig. 2), FA1 vs FA2 loop order"),
-    ("06", "06_linear_memory.ipynb", "O(N) memory", "peak memory naive vs flash as N grows, measured"),
+     "the loop animated, exact but not bitwise, traffic vs block size (FA1 Fig. 2), FA1 vs FA2 loop order and "
+     "each one's block rule, the kernel's tile loop counted"),
+    ("06", "06_linear_memory.ipynb", "O(N) memory",
+     "peak memory naive vs flash as N grows, measured; the longest context that fits"),
     ("07", "07_backward.ipynb", "The backward pass",
-     "recompute vs store P, Algorithm 4 step by step, a gradient check"),
+     "recompute vs store P, Algorithm 4 step by step, a gradient check, the backward's three launches"),
     ("08", "08_causal.ipynb", "Causal masking", "per-tile masks, skipped tiles, the ~2x saving, animated"),
     ("09", "09_why_speedup.ipynb", "Why the speedup is real",
      "Θ(N²d²/M) vs the measured sweep, the roofline time model, FA1 Fig. 2 left, L2 and DRAM bytes"),
@@ -188,9 +192,9 @@ COURSE_MAP = [
      "caches as the fast tier, a numba blocked kernel vs naive numpy, block size vs cache size"),
     ("11", "11_pitfalls.ipynb", "Pitfalls",
      "short sequences, mask/dtype mismatches, not sub-quadratic, the missing-rescale bug and its drift"),
-    ("12", "12_final_exercise.ipynb", "Final exercise",
-     "write the FlashAttention forward kernel in Triton; graded on output, IO and (on a GPU) speed; what an H200 "
-     "adds: tuned launch configurations, pipelining, TMA copies, longest-first scheduling, warp specialization"),
+    ("12", "12_final_exercise.ipynb", "Write the FlashAttention kernel",
+     "write the FlashAttention forward kernel's loop in Triton; graded on output, IO and (on a GPU) speed against "
+     "SDPA; block sizes measured"),
     ("13", "13_beyond_one_gpu.ipynb", "Beyond one GPU",
      "flash-decoding (split K/V, logsumexp combine), ring attention stepped, the overlap condition, "
      "a real ring with torch.distributed"),

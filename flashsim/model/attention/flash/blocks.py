@@ -2,7 +2,8 @@
 
 The SRAM a thread block holds at once is defined here once (:func:`sram_tile_bytes`) and used by the capacity
 check, count mode and (through :class:`~flashsim.model.memory.Memory`) step mode. :func:`resolve_blocks` picks
-FA1's default blocks (§3.1) or checks explicit ones. Block names: Br = ``block_r``, Bc = ``block_c``
+each algorithm's default blocks (FA1's §3.1 rule, FA2's outer block as large as SRAM allows) or checks explicit
+ones. Block names: Br = ``block_r``, Bc = ``block_c``
 (the vocabulary is stated in :mod:`flashsim.model.attention.visibility`).
 """
 from __future__ import annotations
@@ -13,6 +14,10 @@ from flashsim.model.memory import check_tile_set_fits, largest_fitting_block
 
 FLASH_ALGOS = ("flash1", "flash2")
 ACC_BYTES = 4  # fp32: S/P tiles, accumulators and the running m, l are fp32 on chip
+#: FA2's default inner block is never chosen below this while the outer block is sized: 16 is the narrowest
+#: tile a tensor-core matrix product (and Triton's tl.dot) takes, so a wider outer block is not bought with
+#: inner blocks no GPU would run.
+MIN_INNER_BLOCK = 16
 
 
 def sram_tile_bytes(block_r: int, block_c: int, d: int, dtype="fp16", stats_dtype="fp32", algo: str = "flash2",
@@ -104,48 +109,97 @@ def _check_fits(problem, block_r: int, block_c: int) -> None:
 
 
 def resolve_blocks(problem) -> tuple[int, int]:
-    """(block_r, block_c) for a flash problem: explicit blocks are checked against SRAM, None gets FA1's rule.
+    """(block_r, block_c) for a flash problem: explicit blocks are checked against SRAM, None gets the algorithm's
+    own rule (:func:`fa1_default_blocks`, :func:`fa2_default_blocks`).
 
-    FA1 §3.1: Bc = ⌈M/(4d)⌉, Br = min(Bc, d), with M the SRAM size in elements of the storage dtype. Each is then
-    rounded down to a power of two, clipped to the padded size (N rounded up to a power of two, so that a block
-    is always a power of two: N=127 gets the blocks of N=128, one ragged block of 127 rows), and halved (the
-    larger first) until every phase's tile set, sized by the rows actually loaded (min(block, N)), fits. So
-    traffic grows with N instead of jumping at N = 127 vs 128 as clipping to N itself made it.
+    Each rule's blocks are powers of two, clipped to the padded size (N rounded up to a power of two, so that a
+    block is always a power of two: N=127 gets the blocks of N=128, one ragged block of 127 rows), and fit every
+    phase's tile set sized by the rows actually loaded (min(block, N)). So traffic grows with N instead of jumping
+    at N = 127 vs 128 as clipping to N itself made it. Only the blocks not given are chosen.
     A block given explicitly is kept as given (a block larger than N simply makes one ragged block of N rows, and
     is checked as such); if its tile set does not fit, SramCapacityError says by how much and which block would.
     """
     check_algo(problem.algo)
-    n, d = problem.n, problem.d
     br, bc = problem.block_r, problem.block_c
     for name, val in (("block_r", br), ("block_c", bc)):
         if val is not None and (isinstance(val, bool) or int(val) != val or val <= 0):
             raise FlashsimError(f"{name}={val!r} must be a positive integer, e.g. {name}=64")
-    cap = problem.sram_bytes
-    args = (d, problem.dtype, problem.stats_dtype, problem.algo)
-
-    def fits(r, c):  # at the rows loaded: a block past N holds N rows
-        return all(sum(sram_tile_bytes(min(r, n), min(c, n), *args, phase=ph).values()) <= cap
-                   for ph in phases(problem.algo, problem.backward))
-
     if br is None or bc is None:
-        m_elems = cap // problem.elem_bytes  # M: SRAM size in elements of the storage dtype
-        paper_c = max(-(-m_elems // (4 * d)), 1)  # Bc = ⌈M/(4d)⌉
-        paper_r = min(paper_c, d)  # Br = min(⌈M/(4d)⌉, d)
-        n_pad = 1 << max(0, n - 1).bit_length()  # N rounded up to a power of two
-        auto_c, auto_r = bc is None, br is None
-        if auto_c:
-            bc = min(_pow2_floor(paper_c), n_pad)
-        if auto_r:
-            br = min(_pow2_floor(paper_r), n_pad)
-        while not fits(br, bc):  # halve what was not given explicitly, the larger first
-            if auto_c and bc > 1 and (bc >= br or not auto_r or br == 1):
-                bc //= 2
-            elif auto_r and br > 1:
-                br //= 2
-            else:
-                break  # cannot shrink further: _check_fits explains
+        rule = fa2_default_blocks if problem.algo == "flash2" else fa1_default_blocks
+        br, bc = rule(problem, br, bc)
     br, bc = int(br), int(bc)
     _check_fits(problem, br, bc)
+    return br, bc
+
+
+def _fits(problem):
+    """fits(r, c): every phase's tile set, at the rows loaded (a block past N holds N rows), fits in SRAM."""
+    n, args = problem.n, (problem.d, problem.dtype, problem.stats_dtype, problem.algo)
+    return lambda r, c: all(sum(sram_tile_bytes(min(r, n), min(c, n), *args, phase=ph).values()) <= problem.sram_bytes
+                            for ph in phases(problem.algo, problem.backward))
+
+
+def _paper_blocks(problem) -> tuple[int, int, int]:
+    """(⌈M/(4d)⌉, min(⌈M/(4d)⌉, d), N padded to a power of two), M the SRAM size in elements of the storage dtype."""
+    m_elems = problem.sram_bytes // problem.elem_bytes
+    big = max(-(-m_elems // (4 * problem.d)), 1)
+    return big, min(big, problem.d), 1 << max(0, problem.n - 1).bit_length()
+
+
+def fa1_default_blocks(problem, br=None, bc=None) -> tuple[int, int]:
+    """FA1's rule (§3.1): Bc = ⌈M/(4d)⌉, Br = min(⌈M/(4d)⌉, d), rounded down to powers of two, clipped to the padded
+    N, then halved (the larger first) until every phase fits. A block given (not None) is kept.
+
+    FA1's outer loop runs over K/V blocks (Bc): each K_j, V_j is read once, and Q, O, m, l are re-read and re-written
+    once per K/V block, so its traffic falls as Bc grows; Br, the streamed block, only has to be small enough.
+    """
+    big, small, n_pad = _paper_blocks(problem)
+    fits = _fits(problem)
+    auto_r, auto_c = br is None, bc is None
+    if auto_c:
+        bc = min(_pow2_floor(big), n_pad)
+    if auto_r:
+        br = min(_pow2_floor(small), n_pad)
+    while not fits(br, bc):  # halve what was not given explicitly, the larger first
+        if auto_c and bc > 1 and (bc >= br or not auto_r or br == 1):
+            bc //= 2
+        elif auto_r and br > 1:
+            br //= 2
+        else:
+            break  # cannot shrink further: _check_fits explains
+    return br, bc
+
+
+def fa2_default_blocks(problem, br=None, bc=None) -> tuple[int, int]:
+    """FA2's forward rule: the outer loop's block Br as large as SRAM allows, then Bc as large as still fits.
+
+    FA2's forward runs its outer loop over Q blocks (Br): each Q_i is read and O_i written once, and K, V are
+    re-read once per Q block, so the forward's HBM traffic is about 2Nd·b·(1 + N/Br): it falls as Br grows and
+    does not depend on Bc. FA1's rule caps Br at d, which was right for FA1 (Br was its streamed block) and makes
+    FA2 re-read K and V N/d times. Here Br is the largest power of two (≤ the padded N) whose tile set fits with
+    Bc = :data:`MIN_INNER_BLOCK`; Bc is then the largest power of two up to FA1's min(⌈M/(4d)⌉, d) that still fits.
+    A block given (not None) is kept and the other chosen around it.
+
+    With ``backward=True`` one pair serves two loops that want opposite shapes: the forward re-reads K, V once per
+    Q block (large Br) and FA2's backward re-reads Q, dO, dQ once per K/V block (large Bc). There FA1's balanced
+    rule (:func:`fa1_default_blocks`) is kept; chapter 07 moves the blocks by hand.
+    """
+    if problem.backward:
+        return fa1_default_blocks(problem, br, bc)
+    _, small, n_pad = _paper_blocks(problem)
+    fits = _fits(problem)
+
+    def largest(fit, cap):  # the largest power of two ≤ cap with fit(x), else 1
+        x = 1
+        while x * 2 <= cap and fit(x * 2):
+            x *= 2
+        return x
+
+    if br is None:
+        floor = bc if bc is not None else min(MIN_INNER_BLOCK, n_pad, _pow2_floor(small))
+        br = largest(lambda r: fits(r, floor), n_pad)
+    if bc is None:
+        bc = largest(lambda c: fits(br, c), min(_pow2_floor(small), n_pad))
     return br, bc
 
 
