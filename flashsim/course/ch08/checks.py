@@ -11,7 +11,7 @@ import numpy as np
 from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, call_learner, check_cases,
                                          diagnose_attention, error_verdict, exercise, fa2_on_memory, io_differs,
                                          io_rows, random_qkv, reference_tile_kind, reference_tile_mask, verdict)
-from flashsim.model.attention.visibility import n_blocks
+from flashsim.model.attention.visibility import n_blocks, tile_visible
 from flashsim.model.simulator import traffic
 
 __all__ = ["check_causal_tile_kind", "check_causal_tile_mask", "check_causal_flops_fraction", "causal_tile_counts"]
@@ -44,7 +44,8 @@ FLOPS_FRACTION = exercise(
      "Σ_i min(Tc, ⌈(i+1)·Br / Bc⌉) / (Tr·Tc)"),
     "check_causal_flops_fraction")
 
-_CASES = ((16, 4, 4), (20, 8, 4), (19, 4, 8), (33, 8, 8))  # (N, Br, Bc): square, Br != Bc, ragged
+_CASES = ((16, 4, 4), (20, 8, 4), (19, 4, 8), (33, 8, 8), (12, 3, 4))  # (N, Br, Bc): square, Br != Bc, ragged,
+# and a tile whose last key column equals its first query row (12, 3, 4: tile (1, 0) is full)
 
 
 def causal_tile_counts(n: int, block_r: int, block_c: int, tile_kind=None) -> dict:
@@ -89,6 +90,73 @@ def _run_causal(ex, d, quiet, tile_kind=None, tile_mask=None):
     return None, rows
 
 
+def _rule(last_row, last_col, full_test, by_index=False):
+    """A tile rule built from a learner's pieces: the last row of block i, the last column of tile j, and the
+    test that makes a tile full."""
+    def kind(i, j, br, bc, n):
+        if by_index:
+            return "skip" if j > i else ("full" if j < i else "partial")
+        if j * bc > last_row(i, br, n):
+            return "skip"
+        return "full" if full_test(last_col(j, bc, n), i * br) else "partial"
+    return kind
+
+
+def _last_row(i, br, n):
+    return min((i + 1) * br, n) - 1
+
+
+def _last_col(j, bc, n):
+    return min((j + 1) * bc, n) - 1
+
+
+#: known wrong tile rules and what each means, in the learner's terms (08.1)
+_KIND_SUSPECTS = (
+    ("never_full", lambda i, j, br, bc, n: "skip" if not tile_visible(i, j, br, bc, n) else "partial",
+     "every tile you do not skip is 'partial': a tile whose last key column is at or left of its first query "
+     "row needs no mask, and the three-way rule is what lets the loop skip the mask there"),
+    ("ragged_ignored", _rule(lambda i, br, n: (i + 1) * br - 1, lambda j, bc, n: (j + 1) * bc - 1,
+                             lambda c, r: c <= r),
+     "only tiles at the ragged end are wrong: the last block of rows or columns stops at N − 1, not at "
+     "(i+1)·Br − 1 or (j+1)·Bc − 1, so a short last tile can be full"),
+    ("strict_full_test", _rule(_last_row, _last_col, lambda c, r: c < r),
+     "a tile whose last key column equals its first query row is called partial: key c = r is visible (c ≤ r), "
+     "so the full test is ≤, not <"),
+    ("tile_indices_compared", _rule(None, None, None, by_index=True),
+     "your rule compares the tile indices i and j: with Br ≠ Bc tile (i, j) is not on the diagonal when i = j; "
+     "compare rows and columns (i·Br, j·Bc)"),
+)
+
+
+def _tile_kind_diagnosis(fn, wrong) -> tuple[str, str]:
+    """(key, why) of a wrong tile rule: a known rule it equals on every case, else the pattern of its mistakes."""
+    for key, rule, why in _KIND_SUSPECTS:
+        try:
+            if all(call_learner(fn, i, j, br, bc, n) == rule(i, j, br, bc, n) for n, br, bc in _CASES
+                   for i in range(n_blocks(n, br)) for j in range(n_blocks(n, bc))):
+                return key, why
+        except LearnerError:
+            break
+    if all(w[6] == "partial" for w in wrong) and any(w[5] == "skip" for w in wrong):
+        return "masked_not_skipped", (f"{sum(w[5] == 'skip' for w in wrong)} tile(s) entirely above the diagonal "
+                                      "are computed and masked: they cost loads and FLOPs for nothing (skip them)")
+    if all(w[6] == "skip" for w in wrong):
+        return "visible_tile_skipped", (f"{len(wrong)} tile(s) you skip hold visible keys: the first column of a "
+                                        "tile can equal its last row")
+    if all(w[5] == "skip" for w in wrong):
+        return "masked_not_skipped", (f"{len(wrong)} tile(s) entirely above the diagonal are computed: they cost "
+                                      "loads and FLOPs for nothing")
+    if all(w[6] == "full" and w[5] == "partial" for w in wrong):
+        return "partial_as_full", "tiles the diagonal crosses are marked full: their future keys leak in"
+    if all(w[6] == "partial" and w[5] == "full" for w in wrong):
+        return "full_as_partial", (f"{len(wrong)} tile(s) entirely at or below the diagonal are called partial: "
+                                   "they need no mask")
+    if all(w[1] != w[2] for w in wrong):
+        return "wrong_when_blocks_differ", ("every wrong tile is in a tiling with Br ≠ Bc: compare rows and "
+                                            "columns (i·Br, j·Bc), not the tile indices i and j")
+    return "wrong_kinds", f"{len(wrong)} tiles have the wrong kind"
+
+
 def check_causal_tile_kind(fn, quiet: bool = False) -> Verdict:
     """Exercise 08.1: every tile's kind against the model's visibility rule, then the causal loop's O and bytes."""
     wrong = []
@@ -103,24 +171,12 @@ def check_causal_tile_kind(fn, quiet: bool = False) -> Verdict:
                 if got not in ("skip", "partial", "full"):
                     return verdict(TILE_KIND, False, f"tile ({i}, {j}) gave {got!r}: the answer is 'skip', "
                                    "'partial' or 'full'", diagnosis="invalid_kind", quiet=quiet)
-                if got != want and not (got == "partial" and want == "full"):   # a useless mask costs no bytes
+                if got != want:     # "partial" for a full tile is wrong too: the three-way rule is the point
                     wrong.append((n, br, bc, i, j, want, got))
     if wrong:
         n, br, bc, i, j, want, got = wrong[0]
         at = f"N={n}, Br={br}, Bc={bc}: tile ({i}, {j}) is {want!r}, you said {got!r}"
-        if all(w[1] != w[2] for w in wrong) and any(b1 == b2 for _, b1, b2 in _CASES):
-            key, why = "wrong_when_blocks_differ", ("every wrong tile is in a tiling with Br ≠ Bc: compare rows and "
-                                                    "columns (i·Br, j·Bc), not the tile indices i and j")
-        elif all(w[6] == "skip" for w in wrong):
-            key, why = "visible_tile_skipped", (f"{len(wrong)} tile(s) you skip hold visible keys: the first column "
-                                                "of a tile can equal its last row")
-        elif all(w[5] == "skip" for w in wrong):
-            key, why = "masked_not_skipped", (f"{len(wrong)} tile(s) entirely above the diagonal are computed: they "
-                                              "cost loads and FLOPs for nothing")
-        elif all(w[6] == "full" and w[5] == "partial" for w in wrong):
-            key, why = "partial_as_full", "tiles the diagonal crosses are marked full: their future keys leak in"
-        else:
-            key, why = "wrong_kinds", f"{len(wrong)} tiles have the wrong kind"
+        key, why = _tile_kind_diagnosis(fn, wrong)
         bad, rows = _run_causal(TILE_KIND, 8, True, tile_kind=fn)
         return verdict(TILE_KIND, False, f"{at} ({why})", diagnosis=key, table=rows or None, quiet=quiet,
                        wrong_tiles=len(wrong))
@@ -163,6 +219,9 @@ def check_causal_tile_mask(fn, quiet: bool = False) -> Verdict:
                                                  "i·Br + a and key j·Bc + b")
                 elif np.array_equal(got, cols_g >= rows_g):
                     key, why = "mask_transposed", "your mask shows the future keys and hides the past ones"
+                elif got.all():
+                    key, why = "all_visible", ("your mask shows every key of the tile: in a tile the diagonal "
+                                               "crosses, keys after the query must be hidden")
                 else:
                     key, why = "wrong_mask", f"{int((got != want).sum())} entries differ"
                 return verdict(TILE_MASK, False, f"{at}: {why}", diagnosis=key, quiet=quiet)
@@ -171,6 +230,12 @@ def check_causal_tile_mask(fn, quiet: bool = False) -> Verdict:
         return bad
     return verdict(TILE_MASK, True, "every partial tile's mask is right and the causal output is exact", table=rows,
                    quiet=quiet)
+
+
+def _visited(n, br, bc) -> float:
+    """The fraction of tiles a causal loop visits, with row blocks of br and column tiles of bc (divisible N)."""
+    tr, tc = n // br, n // bc
+    return sum(min(tc, -(-(i + 1) * br // bc)) for i in range(tr)) / (tr * tc)
 
 
 def _fraction_ref(n, br, bc) -> float:
@@ -185,7 +250,20 @@ def check_causal_flops_fraction(fn, quiet: bool = False) -> Verdict:
                         "diagonal crosses are computed in full"),
                 Suspect("causal_ignored", lambda n, br, bc: 1.0, "you answer 1: the causal loop skips tiles"),
                 Suspect("square_blocks_formula", lambda n, br, bc: (n // bc + 1) / (2 * (n // bc)),
-                        "your fraction is the square-block one, (T + 1)/2T: wrong when Br ≠ Bc"))
+                        "your fraction is the square-block one, (T + 1)/2T with T = N/Bc: wrong when Br ≠ Bc"),
+                Suspect("square_blocks_formula", lambda n, br, bc: (n // br + 1) / (2 * (n // br)),
+                        "your fraction is the square-block one, (T + 1)/2T with T = N/Br: wrong when Br ≠ Bc"),
+                Suspect("br_bc_swapped", lambda n, br, bc: sum(min(n // bc, -(-(i + 1) * bc // br))
+                                                               for i in range(n // br)) / (n // br * (n // bc)),
+                        "your count swaps Br and Bc: row block i ends at row (i+1)·Br − 1, and the K/V tiles it "
+                        "visits are Bc wide"),
+                Suspect("partial_tile_dropped", lambda n, br, bc: sum(min(n // bc, (i + 1) * br // bc)
+                                                                      for i in range(n // br)) / (n // br * (n // bc)),
+                        "your count rounds (i+1)·Br/Bc down: the tile the diagonal crosses is computed too"),
+                Suspect("tile_index_diagonal", lambda n, br, bc: sum(min(n // bc, i + 1) for i in range(n // br))
+                        / (n // br * (n // bc)),
+                        "row block i visits i + 1 tiles in your count: that holds only when Br = Bc; it visits "
+                        "⌈(i+1)·Br/Bc⌉"))
     return check_cases(FLOPS_FRACTION, fn, cases, _fraction_ref, abs_tol=1e-9,
                        header=("N, Br, Bc", "simulator's FLOPs ratio", "your fraction"), suspects=suspects,
                        quiet=quiet)
