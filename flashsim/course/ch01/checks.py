@@ -48,7 +48,13 @@ def check_matmul_intensity(fn: Callable, quiet: bool = False) -> Verdict:
     suspects = (Suspect("c_not_written", lambda m, n, k, dt: 2 * m * n * k / ((m * k + k * n) * dtype_bytes(dt)),
                         "your bytes leave out one matrix: the result C is written to HBM too"),
                 Suspect("elements_not_bytes", lambda m, n, k, dt: 2 * m * n * k / (m * k + k * n + m * n),
-                        "your answers divide by elements, not bytes: the dtype's element size is missing"))
+                        "your answers divide by elements, not bytes: the dtype's element size is missing"),
+                Suspect("one_flop_per_mac", lambda m, n, k, dt: _intensity_ref(m, n, k, dt) / 2,
+                        "your FLOPs are m·n·k: each multiply-add is 2 FLOPs"),
+                Suspect("c_read_too", lambda m, n, k, dt: 2 * m * n * k / ((m * k + k * n + 2 * m * n) * dtype_bytes(dt)),
+                        "your bytes read C as well as write it: C = A B is only written"),
+                Suspect("bytes_per_flop", lambda m, n, k, dt: 1 / _intensity_ref(m, n, k, dt),
+                        "your answers are bytes per FLOP: intensity is FLOPs per byte"))
     return check_cases(MATMUL_INTENSITY, fn, cases, _intensity_ref, rel=1e-9,
                        header=("m, n, k, dtype", "expected FLOP/B", "your FLOP/B"), suspects=suspects, quiet=quiet)
 
@@ -60,13 +66,22 @@ def _which_bound_ref(intensity, device) -> str:
 def check_which_bound(fn: Callable, quiet: bool = False) -> Verdict:
     """Exercise 01.2 (spec: ``exercises.hint("01.2")``)."""
     cases = [(16.0, "h200"), (500.0, "h200"), (150.0, "a100"), (250.0, "a100"), (1.0, "t4"), (1000.0, "t4"),
-             (206.0, "h200"), (206.5, "h200")]
+             (206.0, "h200"), (206.5, "h200"),
+             (get_device("a100").ridge_point_flops_per_byte, "a100")]   # exactly at the ridge: compute
     flip = {"compute": "memory", "memory": "compute"}
     suspects = (Suspect("reversed", lambda i, dev: flip[_which_bound_ref(i, dev)],
                         "every answer is the opposite: a high intensity means many FLOPs per byte"),
                 Suspect("fixed_ridge", lambda i, dev: "compute" if i >= 200 else "memory",
                         "your answers fit one ridge point for every device: each preset has its own "
-                        "(206.04 FLOP/B on the H200)"))
+                        "(206.04 FLOP/B on the H200)"),
+                Suspect("strict_ridge", lambda i, dev: "compute" if i > get_device(dev).ridge_point_flops_per_byte
+                        else "memory", "at exactly the ridge point both times are equal: the spec counts it as "
+                        "compute-bound (>=)"),
+                Suspect("always_memory", lambda i, dev: "memory", "every answer is 'memory': a kernel above the "
+                        "ridge point is compute-bound"),
+                Suspect("bandwidth_ratio_inverted", lambda i, dev: "compute" if i >= 1 / get_device(
+                    dev).ridge_point_flops_per_byte else "memory", "your ridge point is bytes per FLOP: compare the "
+                        "intensity with peak FLOP/s ÷ bandwidth"))
     return check_cases(WHICH_BOUND, fn, cases, _which_bound_ref, header=("I, device", "expected", "yours"),
                        suspects=suspects, quiet=quiet)
 
@@ -90,6 +105,10 @@ def check_min_kernel_time(fn: Callable, quiet: bool = False) -> Verdict:
                 Suspect("memory_only", mem, "your answers are the memory time alone: a compute-bound case is "
                         "limited by the math"),
                 Suspect("compute_only", comp, "your answers are the compute time alone: a memory-bound case is "
-                        "limited by the bytes"))
+                        "limited by the bytes"),
+                Suspect("min_not_max", lambda f, b, dev: min(mem(f, b, dev), comp(f, b, dev)),
+                        "your answers take the shorter of the two times: the kernel ends when the slower one does"),
+                Suspect("fp32_peak", lambda f, b, dev: max(mem(f, b, dev), f / get_device(dev).peak_fp32_flops),
+                        "your compute time uses the fp32 peak: the spec's kernel is fp16"))
     return check_cases(MIN_KERNEL_TIME, fn, cases, _min_time_ref, rel=1e-9,
                        header=("FLOPs, bytes, device", "expected s", "your s"), suspects=suspects, quiet=quiet)

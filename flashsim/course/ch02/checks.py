@@ -62,6 +62,10 @@ def check_score_matrix_bytes(fn: Callable, quiet: bool = False) -> Verdict:
                 Suspect("no_batch", lambda n, bt, h, dt: n * n * h * dtype_bytes(dt),
                         "your bytes are one sequence's: every sequence of the batch builds its own S"),
                 Suspect("n_times_d", lambda n, bt, h, dt: n * 64 * bt * h * dtype_bytes(dt),
-                        "your bytes grow as N, not N²: S is N×N"))
+                        "your bytes grow as N, not N²: S is N×N"),
+                Suspect("s_and_p", lambda n, bt, h, dt: 2 * _s_ref(n, bt, h, dt),
+                        "your bytes count S and P: the spec asks for the score matrices S alone"),
+                Suspect("elements_not_bytes", lambda n, bt, h, dt: n * n * bt * h,
+                        "your answers count elements: how many bytes does each take in this dtype?"))
     return check_cases(SCORE_MATRIX_BYTES, fn, cases, _s_ref,
                        header=("N, batch, heads, dtype", "expected B", "your B"), suspects=suspects, quiet=quiet)

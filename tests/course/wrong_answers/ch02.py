@@ -9,3 +9,8 @@ CATALOGUE = [
     ("02.2", lambda n, bt, h, dt: n * n * h * b(dt), "no_batch"),
     ("02.2", lambda n, bt, h, dt: n * 64 * bt * h * b(dt), "n_times_d"),
 ]
+
+CATALOGUE += [
+    ("02.2", lambda n, bt, h, dt: 2 * n * n * bt * h * b(dt), "s_and_p"),
+    ("02.2", lambda n, bt, h, dt: n * n * bt * h, "elements_not_bytes"),
+]
