@@ -51,7 +51,8 @@ def check_matmul_intensity(fn: Callable, quiet: bool = False) -> Verdict:
                         "your answers divide by elements, not bytes: the dtype's element size is missing"),
                 Suspect("one_flop_per_mac", lambda m, n, k, dt: _intensity_ref(m, n, k, dt) / 2,
                         "your FLOPs are m·n·k: each multiply-add is 2 FLOPs"),
-                Suspect("c_read_too", lambda m, n, k, dt: 2 * m * n * k / ((m * k + k * n + 2 * m * n) * dtype_bytes(dt)),
+                Suspect("c_read_too", lambda m, n, k, dt: 2 * m * n * k / ((m * k + k * n + 2 * m * n)
+                                                                           * dtype_bytes(dt)),
                         "your bytes read C as well as write it: C = A B is only written"),
                 Suspect("bytes_per_flop", lambda m, n, k, dt: 1 / _intensity_ref(m, n, k, dt),
                         "your answers are bytes per FLOP: intensity is FLOPs per byte"))

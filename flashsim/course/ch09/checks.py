@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flashsim.course.kit.checker import Suspect, Verdict, check_cases, exercise
 from flashsim.model.attention.visibility import n_blocks
-from flashsim.model.kernel_io import kernel_dram, kernel_io
+from flashsim.model.kernel_io import kernel_io
 from flashsim.model.simulator import traffic
 
 __all__ = ["check_flash2_bytes", "check_compulsory_dram_bytes"]

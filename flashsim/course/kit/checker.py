@@ -13,9 +13,9 @@ How an exercise works (chapter 00 explains it to the learner):
 Every chapter's ``checks.py`` declares its exercises with :func:`exercise` and builds its verdicts with
 :func:`verdict` (or :func:`check_cases` for a table of cases, which calls it); a pass is recorded by
 :mod:`flashsim.course.kit.progress`. Checkers never raise on a wrong or unfinished answer: a stub's
-``NotImplementedError`` is "not attempted yet" (no diagnosis), any other exception from the learner's code is shown at the
-learner's own line (:func:`learner_error`). No verdict passes on a NaN or an infinity: a non-finite answer where
-the float64 reference is finite, or a non-finite error, is a fail with that diagnosis.
+``NotImplementedError`` is "not attempted yet" (no diagnosis), any other exception from the learner's code is
+shown at the learner's own line (:func:`learner_error`). No verdict passes on a NaN or an infinity: a non-finite
+answer where the float64 reference is finite, or a non-finite error, is a fail with that diagnosis.
 """
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ from flashsim.model.table import Table
 
 __all__ = ["Exercise", "Verdict", "Suspect", "LearnerError", "exercise", "get_exercise", "exercises", "hint",
            "verdict", "check_cases", "call_learner", "learner_error", "io_rows", "io_table", "io_differs",
-           "OUT_OF_BOUNDS", "close", "Hint", "sram_overflow_verdict", "loop_table", "first_line", "error_verdict", "diagnose_attention",
+           "OUT_OF_BOUNDS", "close", "Hint", "sram_overflow_verdict", "loop_table", "first_line", "error_verdict",
+           "diagnose_attention",
            "random_qkv", "fa2_on_memory", "reference_tile_kind", "reference_tile_mask"]
 
 #: the tensor name :func:`flashsim.measure.count_io` gives to bytes that fall outside every tensor argument
@@ -207,7 +208,8 @@ class LearnerError(Exception):
 
     def describe(self) -> str:
         if self.not_implemented:
-            return "not attempted yet: replace the stub's raise NotImplementedError with your code (exercises.hint(...) opens a hint)"
+            return ("not attempted yet: replace the stub's raise NotImplementedError with your code "
+                    "(exercises.hint(...) opens a hint)")
         at = f" at {self.where}: `{self.line}`" if self.where else ""
         return f"your code raised {self.plain}{at}"
 
@@ -411,7 +413,8 @@ def _diagnose_cases(bad, answers, cases, rel, abs_tol, suspects, ragged) -> tupl
         return "constant_answer", (f"your function returns {values[0]} for every case: it does not depend on its "
                                    "arguments yet")
     ratios = [_ratio(got, want) for _, _, want, got in bad]
-    if len(bad) >= 2 and all(r is not None and r != 0 for r in ratios) and max(ratios) - min(ratios) <= 1e-9 * abs(max(ratios)):
+    if len(bad) >= 2 and all(r is not None and r != 0 for r in ratios) and \
+            max(ratios) - min(ratios) <= 1e-9 * abs(max(ratios)):
         return "constant_factor", (f"every wrong answer is {ratios[0]:.6g}× the expected one: a constant factor "
                                    "is missing or extra")
     if ragged is not None:

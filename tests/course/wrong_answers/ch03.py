@@ -1,6 +1,4 @@
 """Wrong answers learners write for chapter 03, each with the diagnosis its checker must give."""
-import math
-
 from flashsim.model.dtypes import dtype_bytes
 
 
@@ -49,20 +47,66 @@ def tiled_qkt_typo(mem, n, d, block_r, block_c):
         return q @ kk.T  # noqa: F821
 
 
-def _floor_blocks(s, d, dt):
-    bc = s // dtype_bytes(dt) // (4 * d)
-    return min(bc, d), bc
-
-
 CATALOGUE = [
     ("03.1", tiled_qkt_reloads_q, "q_reloaded"),
     ("03.1", tiled_qkt_floor, "not_written"),
-    ("03.1", tiled_qkt_never_frees, "sram_overflow"),
+    ("03.1", tiled_qkt_never_frees, "tile_not_freed"),
     ("03.1", tiled_qkt_typo, "learner_error"),
-    ("03.2", _floor_blocks, "floor_not_ceil"),
-    ("03.2", lambda s, d, dt: (min(math.ceil(s / (4 * d)), d), math.ceil(s / (4 * d))), "bytes_not_elements"),
-    ("03.2", lambda s, d, dt: (math.ceil(s // dtype_bytes(dt) / (4 * d)),) * 2, "br_not_capped"),
+    ("03.2", lambda bc, d, dt: 4 * d * (bc - 1) + 1, "bytes_not_elements"),
+    ("03.2", lambda bc, d, dt: 4 * d * bc * dtype_bytes(dt), "not_smallest"),
+    ("03.2", lambda bc, d, dt: 4 * d * (bc - 1) * dtype_bytes(dt), "one_element_short"),
+    ("03.2", lambda bc, d, dt: (d * (bc - 1) + 1) * dtype_bytes(dt), "quarter_missing"),
+    ("03.2", lambda bc, d, dt: (4 * d * (bc - 1) + 1) * 4, "fp32_assumed"),
     ("03.3", lambda r, c, d, dt, s: (r * d + c * d) * dtype_bytes(dt) <= s, "s_tile_missing"),
     ("03.3", lambda r, c, d, dt, s: (r * d + c * d + r * c) * dtype_bytes(dt) <= s, "s_in_storage_dtype"),
     ("03.3", lambda r, c, d, dt, s: (r * d + c * d) * dtype_bytes(dt) + r * c * 4 < s, "strict"),
+]
+
+
+def tiled_qkt_transposed(mem, n, d, block_r, block_c):
+    """Writes K_j Q_iᵀ at the mirrored place: S comes out transposed."""
+    for i, r0 in enumerate(range(0, n, block_r)):
+        rows = slice(r0, min(r0 + block_r, n))
+        q = mem.load("Q", rows=rows, tile=(i,))
+        for j, c0 in enumerate(range(0, n, block_c)):
+            cols = slice(c0, min(c0 + block_c, n))
+            k = mem.load("K", rows=cols, tile=(j,))
+            mem.store("S", k @ q.T, rows=cols, cols=rows, tile=(j, i))
+            mem.free(f"K{(j,)}")
+        mem.free(f"Q{(i,)}")
+
+
+def tiled_qkt_k_outside(mem, n, d, block_r, block_c):
+    """The outer loop over K blocks: K read once, Q once per K block."""
+    for j, c0 in enumerate(range(0, n, block_c)):
+        cols = slice(c0, min(c0 + block_c, n))
+        k = mem.load("K", rows=cols, tile=(j,))
+        for i, r0 in enumerate(range(0, n, block_r)):
+            rows = slice(r0, min(r0 + block_r, n))
+            q = mem.load("Q", rows=rows, tile=(i,))
+            mem.store("S", q @ k.T, rows=rows, cols=cols, tile=(i, j))
+            mem.free(f"Q{(i,)}")
+        mem.free(f"K{(j,)}")
+
+
+def tiled_qkt_stores_twice(mem, n, d, block_r, block_c):
+    """Stores a zeroed S tile first, then the result."""
+    for i, r0 in enumerate(range(0, n, block_r)):
+        rows = slice(r0, min(r0 + block_r, n))
+        q = mem.load("Q", rows=rows, tile=(i,))
+        for j, c0 in enumerate(range(0, n, block_c)):
+            cols = slice(c0, min(c0 + block_c, n))
+            k = mem.load("K", rows=cols, tile=(j,))
+            mem.store("S", 0 * (q @ k.T), rows=rows, cols=cols, tile=(i, j))
+            mem.store("S", q @ k.T, rows=rows, cols=cols, tile=(i, j))
+            mem.free(f"K{(j,)}")
+        mem.free(f"Q{(i,)}")
+
+
+CATALOGUE += [
+    ("03.1", tiled_qkt_transposed, "transposed"),
+    ("03.1", tiled_qkt_k_outside, "loop_order_swapped"),
+    ("03.1", tiled_qkt_stores_twice, "extra_stores_S"),
+    ("03.3", lambda r, c, d, dt, s: (2 * r * d + 2 * c * d) * dtype_bytes(dt) + r * c * 4 <= s, "fa1_tile_set"),
+    ("03.3", lambda r, c, d, dt, s: r * d + c * d + r * c <= s, "elements_not_bytes"),
 ]
