@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, call_learner, check_cases,
-                                         diagnose_attention, error_verdict, exercise, io_rows, verdict)
+                                         diagnose_attention, error_verdict, exercise, loop_table, verdict)
 from flashsim.model.attention.reference import plain_attention, reference_attention
 from flashsim.model.dtypes import round_to
 from flashsim.model.simulator import simulate, traffic
@@ -76,11 +76,23 @@ def check_fair_reference(fn, quiet: bool = False) -> Verdict:
             return verdict(FAIR_REFERENCE, False, f"max |flash − yours| = {err:.3g} > {allowed:.2g} at N={n}, d={d}: "
                            f"{why}", diagnosis=key, max_error=err, quiet=quiet)
     return verdict(FAIR_REFERENCE, True, f"flash and your reference differ by rounding only (max {worst:.2e}); the "
-                   "read/write table is the flash run's", table=io_rows(sim.counters), max_error=worst, quiet=quiet)
+                   "table is the bytes of the simulated flash run you were compared with (your reference moves none)",
+                   table=loop_table(sim.counters, label="the simulated flash2 run"), max_error=worst, quiet=quiet)
 
 
 def _flops_ref(n, d, br, bc, causal):
     return traffic("flash2", n, d, block_r=br, block_c=bc, causal=causal, sram_bytes=4 << 20).flops
+
+
+def _tile_flops(n, d, br, bc, causal, ragged=True) -> int:
+    """4·r·c·d over the tiles a (causal) loop computes, r × c the tile's size (Br × Bc when ragged is False)."""
+    total = 0
+    for i0 in range(0, n, br):
+        for j0 in range(0, n, bc):
+            if causal and j0 > min(i0 + br, n) - 1:
+                continue
+            total += 4 * (min(br, n - i0) if ragged else br) * (min(bc, n - j0) if ragged else bc) * d
+    return total
 
 
 def check_flash_flops(fn, quiet: bool = False) -> Verdict:
@@ -91,7 +103,15 @@ def check_flash_flops(fn, quiet: bool = False) -> Verdict:
                         "your causal counts equal the non-causal ones: a causal loop skips the tiles above the "
                         "diagonal"),
                 Suspect("causal_exact_half", lambda n, d, br, bc, c: _flops_ref(n, d, br, bc, False) // (2 if c else 1),
-                        "your causal count is exactly half: the tiles the diagonal crosses are computed in full"))
+                        "your causal count is exactly half: the tiles the diagonal crosses are computed in full"),
+                Suspect("one_matmul_per_tile", lambda n, d, br, bc, c: _flops_ref(n, d, br, bc, c) // 2,
+                        "your count is half: each tile does two matmuls, S = Q Kᵀ and P V, 2 FLOPs per "
+                        "multiply-add each"),
+                Suspect("ragged_tiles_full", lambda n, d, br, bc, c: _tile_flops(n, d, br, bc, c, ragged=False),
+                        "your count gives every tile the full Br × Bc: the tiles at the ragged end are smaller"),
+                Suspect("visible_elements_only", lambda n, d, br, bc, c: 4 * d * (n * (n + 1) // 2 if c else n * n),
+                        "your causal count covers only the visible scores: a tile the diagonal crosses is computed "
+                        "in full, then masked"))
     return check_cases(FLASH_FLOPS, fn, cases, _flops_ref, header=("N, d, Br, Bc, causal", "simulator's FLOPs",
                                                                    "your FLOPs"),
                        suspects=suspects, quiet=quiet)
@@ -155,6 +175,10 @@ def check_merge_partials(fn, quiet: bool = False) -> Verdict:
             elif np.allclose(o_got, plain_w, atol=1e-9):
                 key, why = "missing_rescale", ("your merge weighs each part by its l alone: each l is relative to its "
                                                "own max, and the maxima differ")
+            elif np.allclose(o_got, (np.exp(a[0] - m)[:, None] * a[2] + np.exp(b[0] - m)[:, None] * b[2])
+                             / (np.exp(a[0] - m) + np.exp(b[0] - m))[:, None], atol=1e-9):
+                key, why = "l_ignored", ("your merge weighs each part by e^(m_x − m) alone: a part's weight is its "
+                                         "whole softmax mass, l_x·e^(m_x − m)")
             elif np.allclose(o_got, unnormalised, atol=1e-9):
                 key, why = "missing_normalisation", ("your merged o is the weighted sum, not divided by the merged l: "
                                                      "each row is the right row times a factor")

@@ -571,6 +571,23 @@ def diagnose_attention(out, q, k, v, *, causal: bool, tol: float, sm_scale: floa
                                            "keys after the query (the masked region) contribute"), ev
     if not causal and _matches(out, reference_attention(q, k, v, True, sm_scale=tau), tol):
         return "causal_mask_applied", "O equals *causal* attention, but this case is not causal", ev
+    s_all = (q @ np.swapaxes(k, -1, -2)) * tau                    # (G, N, N)
+    if causal:
+        s_all = np.where(np.arange(n)[None, :] > np.arange(n)[:, None], -np.inf, s_all)
+    p_cols = np.exp(s_all - s_all.max(-2, keepdims=True))
+    p_cols = p_cols / p_cols.sum(-2, keepdims=True)
+    if _matches(out, p_cols @ v, tol):
+        return "softmax_wrong_axis", ("O equals attention whose softmax runs down the columns (over the queries): "
+                                      "each query's probabilities must sum to 1 over the keys, along the last axis"), ev
+    if causal:
+        s_raw = (q @ np.swapaxes(k, -1, -2)) * tau
+        full = np.exp(s_raw - s_raw.max(-1, keepdims=True))
+        full = full / full.sum(-1, keepdims=True)
+        after = np.where(np.arange(n)[None, :] > np.arange(n)[:, None], 0.0, full)
+        if _matches(out, after @ v, tol):
+            return "masked_after_softmax", ("O equals attention whose future keys were zeroed *after* the softmax: "
+                                            "the rows no longer sum to 1. Mask the scores (−inf) before the "
+                                            "softmax"), ev
     for key, eff, what in (("wrong_sm_scale", 1.0, "1 (the 1/√d is missing)"),
                            ("wrong_sm_scale", 1.0 / d, "1/d (1/√d applied twice)"),
                            ("wrong_sm_scale", _LN2, "ln 2 (the scores were never multiplied by qk_scale)"),
@@ -587,6 +604,12 @@ def diagnose_attention(out, q, k, v, *, causal: bool, tol: float, sm_scale: floa
         if _matches(out, reference_attention(q, zk, zv, False, sm_scale=tau), tol):
             return "keys_past_n_unmasked", (f"O equals attention over N + {pad} keys, the last {pad} scoring 0: the "
                                             "key rows past N in the last tile were not masked out"), ev
+    if block_m is not None and n % block_m:
+        last = (n // block_m) * block_m
+        wrong_rows = err.max(-1) > tol                              # (G, N)
+        if wrong_rows[:, last:].any() and not wrong_rows[:, :last].any():
+            return "ragged_rows", (f"only rows {last}..{n - 1}, the last partial row block, are wrong: is that "
+                                   "block skipped or cut short?"), ev
     dot = (out * ref).sum(-1)
     rr = (ref * ref).sum(-1)
     with np.errstate(all="ignore"):
@@ -609,10 +632,6 @@ def diagnose_attention(out, q, k, v, *, causal: bool, tol: float, sm_scale: floa
                                        "the first key tile, and every row whose max sits in the first tile is right "
                                        "(the error grows along the key axis): what was summed under the old max "
                                        "must follow the new one"), ev
-    if block_m is not None and n % block_m:
-        last = (n // block_m) * block_m
-        if wrong[:, last:].any() and not wrong[:, :last].any():
-            return "ragged_rows", (f"only rows {last}..{n - 1}, the last partial row block, are wrong"), ev
     g, r = np.unravel_index(int(np.argmax(row_err)), row_err.shape)
     return "wrong_output", (f"max |O − exact| = {ev['max_error']:.3g}, largest at query row {int(r)}; "
                             f"{int(wrong.sum())} of {wrong.size} rows are wrong"), ev
