@@ -83,8 +83,26 @@ def check_which_bound(fn: Callable, quiet: bool = False) -> Verdict:
                 Suspect("bandwidth_ratio_inverted", lambda i, dev: "compute" if i >= 1 / get_device(
                     dev).ridge_point_flops_per_byte else "memory", "your ridge point is bytes per FLOP: compare the "
                         "intensity with peak FLOP/s ÷ bandwidth"))
+    threshold = _fixed_threshold(fn, cases)
+    if threshold is not None:
+        suspects += (Suspect("fixed_ridge", lambda i, dev: "compute" if i >= threshold else "memory",
+                             f"your answers switch at one intensity (about {threshold:g} FLOP/B) for every device: "
+                             "each preset has its own ridge point, peak FLOP/s ÷ bandwidth"),)
     return check_cases(WHICH_BOUND, fn, cases, _which_bound_ref, header=("I, device", "expected", "yours"),
                        suspects=suspects, quiet=quiet)
+
+
+def _fixed_threshold(fn, cases) -> float | None:
+    """The intensity where the learner's answers switch, when they switch at one intensity for every device."""
+    try:
+        got = [(i, fn(i, dev)) for i, dev in cases]
+    except Exception:  # noqa: BLE001 - the checker reports the learner's exception itself
+        return None
+    computes = [i for i, a in got if a == "compute"]
+    memories = [i for i, a in got if a == "memory"]
+    if len(computes) + len(memories) != len(got) or not computes or not memories:
+        return None
+    return min(computes) if min(computes) > max(memories) else None
 
 
 def _min_time_ref(flops, nbytes, device) -> float:

@@ -130,6 +130,7 @@ def check_softmax_merge(fn: Callable, quiet: bool = False) -> Verdict:
                        quiet=quiet)
 
 
+_UPCAST = "a float32 array (compute in float16 throughout: no upcasting)"
 _SAFE_ROWS = [(1.0, 3.0, 2.0, 5.0), (10.0, 12.0, 20.0), (-30.0, -28.0, -29.5), (0.0, 0.0, 0.0, 0.0),
               (11.5, 11.0, 3.0, 15.0, 9.0), (-20.0, 20.0, 0.0, 0.0)]
 
@@ -146,7 +147,7 @@ def check_safe_softmax(fn: Callable, quiet: bool = False) -> Verdict:
     def run(row):
         out = np.asarray(fn(np.asarray(row, dtype=np.float16)))
         if out.dtype != np.float16:
-            return f"a {out.dtype} array (compute in float16 throughout: no upcasting)"
+            return _UPCAST if out.dtype == np.float32 else f"a {out.dtype} array (compute in float16 throughout)"
         return [float(v) for v in out.astype(np.float64).ravel()]
 
     def by_max(row):
@@ -163,6 +164,11 @@ def check_safe_softmax(fn: Callable, quiet: bool = False) -> Verdict:
                 Suspect("subtracted_min", lambda row: fp16(row, np.min), "you subtract the row's smallest score: "
                         "then the largest exponential is e^(max − min), which overflows float16 for a wide row. "
                         "Which shift makes every exponent ≤ 0?"),
+                Suspect("no_max_subtraction", lambda row: fp16(row, lambda x: np.float16(0)),
+                        "e^x overflows float16 for scores above ~11 (e^11.1 > 65504), so the row becomes inf/NaN: "
+                        "which number can be subtracted from every score without changing the softmax?"),
+                Suspect("upcast", lambda row: _UPCAST, "your result is float32: the spec asks for float16 "
+                        "throughout, so that the overflow is yours to avoid (no upcasting)"),
                 Suspect("subtracted_mean", lambda row: fp16(row, np.mean), "you subtract the row's mean: "
                         "a score 20 above the mean still gives e^20, which overflows float16. Which shift makes "
                         "every exponent ≤ 0?"))

@@ -13,7 +13,7 @@ CATALOGUE = [
     ("01.1", lambda m, n, k, dt: 2 * m * n * k / (m * k + k * n + m * n), "elements_not_bytes"),
     ("01.2", lambda i, dev: "memory" if i >= _hw(dev).ridge_point_flops_per_byte else "compute", "reversed"),
     ("01.2", lambda i, dev: "compute" if i >= 200 else "memory", "fixed_ridge"),
-    ("01.2", lambda i, dev: "compute" if i > 100 else "memory", "mismatch"),
+    ("01.2", lambda i, dev: "compute" if i > 100 else "memory", "fixed_ridge"),
     ("01.3", lambda f, b, dev: b / _hw(dev).hbm_bandwidth_bytes_per_s + f / _hw(dev).peak_matmul_flops,
      "sum_not_max"),
     ("01.3", lambda f, b, dev: b / _hw(dev).hbm_bandwidth_bytes_per_s, "memory_only"),

@@ -55,8 +55,8 @@ CATALOGUE = [
     ("04.2", merge_no_rescale, "missing_rescale"),
     ("04.2", merge_one_side, "one_side_rescaled"),
     ("04.2", merge_min, "min_not_max"),
-    ("04.3", softmax_no_max, "non_finite"),
-    ("04.3", softmax_upcast, "wrong_type"),
+    ("04.3", softmax_no_max, "no_max_subtraction"),
+    ("04.3", softmax_upcast, "upcast"),
     ("04.3", softmax_by_max, "normalised_by_max"),
 ]
 
