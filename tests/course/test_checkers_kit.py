@@ -109,3 +109,26 @@ def test_constant_and_none_answers_are_named_not_a_factor():
     assert v.diagnosis == "constant_answer" and "0× " not in v.message
     v = checker.check_cases(EX, lambda s, dt: None, [((2, 3), "fp16")], lambda s, dt: 1, quiet=True)
     assert v.diagnosis == "returned_none"
+
+
+def _plain(text: str) -> str:
+    import re
+    return re.sub(r"\s+", " ", re.sub(r"[$\\{}*`_]", "", text.lower()))
+
+
+def test_no_hint_repeats_a_sentence_of_its_chapter():
+    """Hints add something: none of their sentences (25+ characters) is already in the chapter's prose."""
+    import json
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "notebooks"
+    for ex in checker.exercises():
+        nb = next(root.glob(f"{ex.chapter}_*.ipynb"), None)
+        if nb is None:
+            continue
+        prose = _plain(" ".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
+                                if c["cell_type"] == "markdown"))
+        for h in ex.hints:
+            for sentence in re.split(r"(?<=[.?!;:])\s+", h):
+                s = _plain(sentence).strip(" .?;:")
+                assert len(s) < 25 or s not in prose, f"{ex.id}: the hint repeats the chapter: {sentence!r}"

@@ -24,7 +24,8 @@ TENSOR_BYTES = exercise(
     "'bf16').",
     ("How many numbers does a tensor of shape (4, 16, 1024, 64) hold, and how big is one of them?",
      "flashsim.model.dtypes.dtype_bytes(dtype) gives the size of one element.",
-     "bytes = math.prod(shape) × dtype_bytes(dtype)"),
+     "Count the elements first (every dimension multiplies the count), then ask how many bytes one element of "
+     "this dtype takes."),
     "check_tensor_bytes")
 
 TRANSFER_TIME = exercise(
@@ -32,7 +33,8 @@ TRANSFER_TIME = exercise(
     "fn(nbytes, device) -> seconds: the time to move nbytes once over the HBM of the preset device.",
     ("If a pipe carries B bytes every second, how long do n bytes take?",
      "flashsim.get_device(device).hbm_bandwidth_bytes_per_s is already in bytes per second.",
-     "seconds = nbytes / get_device(device).hbm_bandwidth_bytes_per_s"),
+     "Divide the bytes by the bytes the memory moves each second; the preset's bandwidth is already in bytes "
+     "per second."),
     "check_transfer_time")
 
 

@@ -16,7 +16,8 @@ MATMUL_INTENSITY = exercise(
     "once.",
     ("How many multiply-adds does C = A B need, and how many FLOPs is one multiply-add?",
      "Count the bytes of all three matrices that cross HBM, in the dtype's element size.",
-     "intensity = 2·m·n·k / ((m·k + k·n + m·n) · dtype_bytes(dtype))"),
+     "FLOPs: one multiply-add for every (row of A, column of B, index along k). Bytes: three matrices of "
+     "different shapes, each crossing HBM once, in the dtype's element size."),
     "check_matmul_intensity")
 
 WHICH_BOUND = exercise(
@@ -25,7 +26,8 @@ WHICH_BOUND = exercise(
     "arithmetic intensity on the preset.",
     ("At what intensity do the memory time and the compute time of a kernel become equal?",
      "The preset knows that crossing point: get_device(device).ridge_point_flops_per_byte.",
-     "'compute' if intensity >= ridge point else 'memory'"),
+     "Compare the intensity with the preset's ridge point; at exactly the ridge the two times are equal, and "
+     "the spec counts that as compute-bound."),
     "check_which_bound")
 
 MIN_KERNEL_TIME = exercise(
@@ -34,7 +36,8 @@ MIN_KERNEL_TIME = exercise(
     "take on the preset when loads and math overlap perfectly.",
     ("If moving data and computing happen at the same time, which one decides when the kernel ends?",
      "The preset has hbm_bandwidth_bytes_per_s and peak_matmul_flops.",
-     "max(nbytes / hbm_bandwidth_bytes_per_s, flops / peak_matmul_flops)"),
+     "Compute both times, the memory time from the HBM bandwidth and the compute time from the fp16 matmul "
+     "peak; with perfect overlap only one of them decides."),
     "check_min_kernel_time")
 
 

@@ -26,7 +26,7 @@ SCORE_MATRIX_BYTES = exercise(
     "fn(n, batch, heads, dtype) -> bytes of all score matrices S of one attention layer.",
     ("How many score matrices does a layer with a batch of sequences and several heads build?",
      "One N×N matrix per (sequence, head), each element dtype_bytes(dtype) bytes.",
-     "bytes = N² · batch · heads · dtype_bytes(dtype)"),
+     "Multiply one head's S bytes by the number of (sequence, head) pairs in the layer."),
     "check_score_matrix_bytes")
 
 

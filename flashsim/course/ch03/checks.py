@@ -23,7 +23,8 @@ TILED_QKT = exercise(
      "loaded?",
      "mem.load / mem.store / mem.free, two loops (row blocks outside, column blocks inside), slices that stop at "
      "min(start + block, n).",
-     "reads Q once (N·d·b) and K once per row block (⌈N/Br⌉·N·d·b), writes S once (N²·b)"),
+     "Load Q_i before the inner loop and free it after; inside, load K_j, store the S tile, free K_j. Every "
+     "slice stops at min(start + block, n)."),
     "check_tiled_qkt")
 
 PAPER_BLOCKS = exercise(
@@ -42,7 +43,8 @@ TILE_FITS = exercise(
     "fn(block_r, block_c, d, dtype, sram_bytes) -> bool: does the tiled QKᵀ's tile set fit in sram_bytes?",
     ("Which tiles must be on chip at the same moment, and in which dtype is each kept?",
      "qkt_tile_set(...) lists them; the score tile is accumulated in fp32 whatever the storage dtype.",
-     "Br·d·b + Bc·d·b + Br·Bc·4 <= sram_bytes"),
+     "Add the bytes of Q_i and K_j in the storage dtype to the score tile's bytes in fp32 and compare with "
+     "sram_bytes (filling it exactly still fits)."),
     "check_tile_fits")
 
 

@@ -17,7 +17,8 @@ ONLINE_UPDATE = exercise(
     "running max) after one more block of scores. The empty state is (-inf, 0).",
     ("After a block with a larger score arrives, what was the old sum measured relative to?",
      "The new max is easy; the old sum must be expressed relative to it before the block's terms are added.",
-     "m_new = max(m, max(block)); l_new = l·e^(m − m_new) + Σ e^(x − m_new)"),
+     "The new max is max(m, max(block)). What factor turns a sum taken against m into one taken against the "
+     "new max? Apply it to l before adding the block's terms."),
     "check_online_update")
 
 SOFTMAX_MERGE = exercise(
@@ -26,7 +27,8 @@ SOFTMAX_MERGE = exercise(
     "(-inf, 0) is an empty part.",
     ("Each part's sum was computed relative to its own max. Relative to what must the merged sum be?",
      "Bring both sums to the common max before adding them.",
-     "M = max(m_a, m_b); l = l_a·e^(m_a − M) + l_b·e^(m_b − M)"),
+     "Take the larger of the two maxima as the common one; each part's sum needs one factor to be relative to "
+     "it."),
     "check_softmax_merge")
 
 SAFE_SOFTMAX = exercise(
@@ -36,7 +38,7 @@ SAFE_SOFTMAX = exercise(
     ("What is e^20 in float16?",
      "Softmax does not change when the same number is subtracted from every score. Which number makes every "
      "exponential at most 1?",
-     "p = e^(x − max x) / Σ e^(x − max x)"),
+     "Shift every score by the same number so that the largest exponent is 0, then normalise as usual."),
     "check_safe_softmax")
 
 

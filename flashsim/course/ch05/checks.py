@@ -27,7 +27,8 @@ ONLINE_BLOCK_UPDATE = exercise(
     ("Chapter 04 folded a block of scores into (m, l). What else must follow the running max now?",
      "Everything summed so far (l and acc) was weighted relative to the old max; the tile's own terms use the "
      "new one.",
-     "m' = max(m, rowmax s); α = e^(m − m'); P = e^(s − m'); l' = α·l + rowsum P; acc' = α·acc + P v"),
+     "Compute the new max and α = e^(m − m_new) first; everything carried over (l and acc) is multiplied by "
+     "α, and the tile's P is taken against the new max."),
     "check_online_block_update")
 
 FLASH2_FORWARD_LOOP = exercise(
@@ -37,7 +38,8 @@ FLASH2_FORWARD_LOOP = exercise(
     "order. N need not be a multiple of the blocks.",
     ("Which loop is outside in FA2, the one over Q blocks or the one over K/V blocks, and what stays on chip?",
      "Load Q_i once per row block; stream every K_j, V_j past it; store O_i once; your 05.1 update does the math.",
-     "bytes: Q read once, K and V read ⌈N/Br⌉ times each, O written once (N·d·4 each pass)"),
+     "Outer loop over row blocks: load Q_i and start m, l, acc; inner loop: load K_j and V_j, call your "
+     "update, free them; after the inner loop store acc / l once and free Q_i."),
     "check_flash2_forward_loop")
 
 FA1_HBM_BYTES = exercise(

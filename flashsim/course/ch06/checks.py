@@ -24,7 +24,8 @@ NAIVE_PEAK = exercise(
     "The checker measures it (tracemalloc) and accepts predictions within 3 %.",
     ("Which arrays does naive_attention_numpy create, and which of them exist at the same moment?",
      "Read its source (inspect.getsource): is the softmax computed into a new array or in place?",
-     "4·(N² + 2·N + N·d) bytes: S (softmaxed in place), the row max and sum, and O"),
+     "Only one N×N array is alive at a time (the softmax works in place): list what else exists while it "
+     "does, in float32."),
     "check_naive_numpy_peak_bytes")
 
 MAX_CONTEXT = exercise(
@@ -34,7 +35,8 @@ MAX_CONTEXT = exercise(
     ("The memory grows with N. How do you find the last N below a limit without trying every N?",
      "Chapter 06's model counts Q, K, V, O for every head, plus S and P (naive) or the logsumexp (flash); grow N "
      "until it no longer fits, then bisect.",
-     "largest N with batch_heads·(4·N·d·b + 2·N²·b [naive] or + 4·N [flash]) <= capacity"),
+     "Write bytes(N) from the model, double N until it no longer fits, then bisect between the last N that "
+     "fits and the first that does not."),
     "check_max_context_length")
 
 

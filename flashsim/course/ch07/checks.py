@@ -25,7 +25,7 @@ RECOMPUTE_P = exercise(
     ("The forward pass saved one number per row, L = m + log ℓ. What is e^(s − L) for a score s of that row?",
      "Recompute the tile's scores exactly as the forward did (with the scale), then use L in place of both the max "
      "and the sum.",
-     "P_ij = exp(scale · Q_i K_jᵀ − L_i[:, None])"),
+     "Compute the tile's scores with the scale, subtract L_i from each row, then exponentiate."),
     "check_recompute_p_tile")
 
 BACKWARD_TILE = exercise(
@@ -35,7 +35,8 @@ BACKWARD_TILE = exercise(
     ("O = P V: which gradient needs only P and dO? And what does the softmax's Jacobian do to dP?",
      "dV from Pᵀ and dO; dP from dO and V; the softmax turns dP into dS using D; dQ and dK come from dS and carry "
      "the scale of S = scale·QKᵀ.",
-     "dV = Pᵀ dO; dP = dO Vᵀ; dS = P ∘ (dP − D); dQ = scale·dS K; dK = scale·dSᵀ Q"),
+     "Start from dV (P and dO) and dP (dO and V); the softmax's Jacobian turns dP into dS with P and D; dQ "
+     "and dK are one product with dS each, times the scale."),
     "check_backward_tile")
 
 _CASES = ((16, 8, 4, 4), (22, 8, 8, 4))  # (N, d, Br, Bc): square and ragged

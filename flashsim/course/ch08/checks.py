@@ -23,7 +23,9 @@ TILE_KIND = exercise(
     ("Which element of a tile is the last to become visible, and which the first?",
      "Compare the tile's first and last key columns with its first and last query rows, in global indices (the "
      "last block may be short).",
-     "skip if j·Bc > min((i+1)·Br, N) − 1; full if min((j+1)·Bc, N) − 1 <= i·Br; else partial"),
+     "Compute the tile's first and last query row and first and last key column (the last ones clipped at N − "
+     "1); the first column against the last row decides skip, the last column against the first row decides "
+     "full."),
     "check_causal_tile_kind")
 
 TILE_MASK = exercise(
@@ -32,7 +34,8 @@ TILE_MASK = exercise(
     "key is visible to the query.",
     ("Element (a, b) of tile (i, j) is which query row and which key column of the whole matrix?",
      "Build the tile's global row and column indices with np.arange and compare them by broadcasting.",
-     "cols[None, :] <= rows[:, None] with rows = i·Br + arange, cols = j·Bc + arange (clipped at N)"),
+     "Build the tile's global rows i·Br + arange(r) and columns j·Bc + arange(c), r and c clipped at N, and "
+     "compare them by broadcasting."),
     "check_causal_tile_mask")
 
 FLOPS_FRACTION = exercise(
@@ -41,7 +44,8 @@ FLOPS_FRACTION = exercise(
     "that divide N (square or not).",
     ("A tile that is only partly visible: is it computed in full or in part?",
      "Count, for each row block i, how many K/V blocks it visits; its last row is (i+1)·Br − 1.",
-     "Σ_i min(Tc, ⌈(i+1)·Br / Bc⌉) / (Tr·Tc)"),
+     "For each row block i find its last row and how many K/V tiles of width Bc start at or before it (a "
+     "partly visible tile counts in full); divide the total by Tr·Tc."),
     "check_causal_flops_fraction")
 
 _CASES = ((16, 4, 4), (20, 8, 4), (19, 4, 8), (33, 8, 8), (12, 3, 4))  # (N, Br, Bc): square, Br != Bc, ragged,

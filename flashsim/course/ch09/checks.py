@@ -18,9 +18,10 @@ FLASH2_BYTES = exercise(
     "fn(n, d, block_r, elem_bytes, stats_bytes) -> int: the HBM bytes (reads + writes) of FA2's forward for one "
     "head, including the logsumexp it saves for the backward.",
     ("Which operand is re-read, and how many times?",
-     "Q is read and O written once; K and V stream past every row block; one logsumexp value per row is written "
-     "in stats_bytes.",
-     "N·d·b + ⌈N/Br⌉·2·N·d·b + N·d·b + N·stats_bytes"),
+     "Count per tensor how many times FA2's forward reads or writes it for one head, and in which element "
+     "size.",
+     "K and V are re-read once per row block, ⌈N/Br⌉ times; Q and O move once; the logsumexp is one value per "
+     "row in stats_bytes."),
     "check_flash2_bytes")
 
 COMPULSORY_DRAM = exercise(

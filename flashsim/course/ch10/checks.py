@@ -25,7 +25,8 @@ BLOCKED_NUMPY = exercise(
     ("Which array would hold all N×N scores, and which smaller pieces can replace it?",
      "Loop over Q blocks outside and K/V blocks inside, keeping a running max, sum and accumulator per Q block "
      "(chapter 05's update).",
-     "per tile: m' = max(m, rowmax S); α = e^(m − m'); l = α·l + rowsum e^(S − m'); acc = α·acc + e^(S − m') V"),
+     "Keep, per Q block, a running max, a running sum and an unnormalised accumulator; after each K/V block "
+     "bring the old sum and accumulator to the new max, and divide once at the end."),
     "check_blocked_attention_numpy")
 
 STEP_WORKING_SET = exercise(
@@ -35,7 +36,8 @@ STEP_WORKING_SET = exercise(
     ("Which blocks and tiles does one step of the kernel read or write?",
      "Count the Q block and its accumulator, the K and V blocks and the score tile, in float32; flashsim.cpu pads "
      "d to a whole vector of 16 floats.",
-     "4·(2·Br·d' + 2·Bc·d' + Br·Bc) with d' = d rounded up to a multiple of 16"),
+     "List the blocks one step touches (the Q block and its accumulator, the K and V blocks, the score tile) "
+     "with d rounded up to a multiple of 16, at 4 bytes a float."),
     "check_step_working_set")
 
 

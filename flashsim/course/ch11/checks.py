@@ -24,7 +24,8 @@ FAIR_REFERENCE = exercise(
     "q, k, v are given as the kernel stored them (rounded to fp16, as float32 arrays).",
     ("What exactly did the kernel compute, and in what precision should the yardstick be?",
      "Same formula as the kernel (the scale, the mask), computed in float64 on the inputs the kernel saw.",
-     "float64 softmax(q kᵀ / √d, causal: key c visible to query r iff c ≤ r) v"),
+     "Cast q, k, v to float64, set the scores above the diagonal to −inf before the softmax, and keep the "
+     "kernel's 1/√d."),
     "check_fair_reference")
 
 FLASH_FLOPS = exercise(
@@ -33,7 +34,8 @@ FLASH_FLOPS = exercise(
     ("Which two matmuls does each tile do, and which tiles does a causal loop leave out?",
      "Count per computed tile; a causal loop skips only tiles entirely above the diagonal and computes the others "
      "in full; blocks at a ragged end are smaller.",
-     "Σ over computed tiles of 4·r·c·d (2 FLOPs per multiply-add, for S = QKᵀ and for PV)"),
+     "Walk the tiles the flash loop computes (causal: skip a tile only when it lies entirely above the "
+     "diagonal) and add the FLOPs of both matmuls of each tile at its real size."),
     "check_flash_flops")
 
 MERGE_PARTIALS = exercise(
@@ -44,7 +46,8 @@ MERGE_PARTIALS = exercise(
     ("Each part was normalised by its own sum relative to its own max. What must both be brought to?",
      "Give each part a weight from its l and the gap between its max and the merged max; the merged output is the "
      "weighted mean.",
-     "m = max(m_a, m_b); w_x = l_x·e^(m_x − m); l = w_a + w_b; o = (w_a·o_a + w_b·o_b) / l"),
+     "Weigh each part by its whole softmax mass, brought to the larger max; the merged l is the sum of the "
+     "weights and o their weighted mean (an empty part weighs 0)."),
     "check_merge_partials")
 
 

@@ -64,7 +64,8 @@ FLASH_KERNEL = exercise(
      "not exist?",
      "Load K and V with a mask (key rows < N, head columns < D); S = tl.dot(q, tl.trans(k)) · qk_scale is in log2 "
      "units, so use tl.math.exp2; mask keys past N (and, if CAUSAL, keys after the query) to -inf.",
-     "m' = max(m, rowmax s); α = exp2(m − m'); p = exp2(s − m'); l = α·l + rowsum p; acc = α·acc + p v; return m'"),
+     "Load K and V with masks, compute s = q·kᵀ·qk_scale with the masked scores at −inf, then chapter 05's "
+     "update with exp2 in place of exp."),
     "check_flash_kernel")
 
 KV_BYTES = exercise(
@@ -74,7 +75,8 @@ KV_BYTES = exercise(
     ("How many programs run, and how far along the keys does each one go?",
      "One program per BLOCK_M rows; each loops over whole BLOCK_N tiles up to N (or, causal, up to the end of its "
      "own rows); a masked load counts only the rows below N.",
-     "Σ over programs i of Σ over its tiles of min(BLOCK_N, N − start) rows × d × b, for K and for V"),
+     "Loop over the programs and, inside, over the K/V tiles each one visits (causal: up to the end of its "
+     "own rows); a tile counts min(BLOCK_N, N − start) rows, for K and for V."),
     "check_kernel_kv_bytes")
 
 #: (n, d, heads, causal, block_m, block_n, score amplitude) cases the output and IO checks run

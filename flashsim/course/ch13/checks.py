@@ -24,7 +24,8 @@ COMBINE = exercise(
     ("How much of a row's softmax mass does chunk s hold, in terms of its logsumexp?",
      "Weight each chunk's output by its share of the total mass; compute the shares without ever forming e^L "
      "(chapter 04's trick).",
-     "L = M + log Σ_s e^(L_s − M) with M = max_s L_s; o = Σ_s e^(L_s − L)·o_s"),
+     "Subtract the largest L_s before exponentiating; normalise the weights e^(L_s − M) to sum to 1; the "
+     "merged L is M plus the log of their sum."),
     "check_combine")
 
 RING_BYTES = exercise(
@@ -34,7 +35,8 @@ RING_BYTES = exercise(
     ("How many times must each K/V block move so that every device has seen it?",
      "Each step sends one block of K and one of V (all heads); under a causal mask, which blocks does nobody "
      "downstream need?",
-     "non-causal: (P−1)·2·H·(N/P)·d·b per device; causal: (r+1)·2·H·(N/P)·d·b for r < P−1, 0 for the last"),
+     "Each step sends one K and one V block of N/world rows for every head; non-causal, a device sends world "
+     "− 1 of them; causal, count which blocks the devices downstream still need."),
     "check_ring_link_bytes")
 
 OVERLAP = exercise(
@@ -43,7 +45,8 @@ OVERLAP = exercise(
     "as long as sending its K and V over the link.",
     ("Write the compute time and the transfer time of one step, both as functions of n. How do they grow?",
      "A step computes 4·n²·d FLOPs on a block and sends its K and V, 2·n·d·b bytes.",
-     "4·n²·d / F = 2·n·d·b / W  ⇔  n = b·F / (2·W)"),
+     "Set a step's compute time 4·n²·d / F equal to its transfer time 2·n·d·b / W and solve for n (d "
+     "cancels)."),
     "check_overlap_block")
 
 
