@@ -122,7 +122,9 @@ def _alg4_loop(backward_tile, q, k, v, do, block_r, block_c):
     n, d = q.shape
     o, lse = reference_attention(q, k, v, return_lse=True)
     p_all, _ = _exact_p(q, k)
-    mem = Memory(sram_capacity_bytes=1 << 30, dtype="fp32", record_events=False)
+    # one step's tiles, fp32: K_j, V_j; Q_i, dO_i, dQ_i; L_i, D_i (the preprocessing's O_i, dO_i fit in less)
+    mem = Memory(sram_capacity_bytes=(2 * block_c * d + 3 * block_r * d + 2 * block_r) * 4, dtype="fp32",
+                 record_events=False)
     for name, x in (("Q", q), ("K", k), ("V", v), ("O", o), ("dO", do)):
         mem.put(name, x)
     mem.put("L", lse)

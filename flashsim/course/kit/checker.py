@@ -672,7 +672,8 @@ def fa2_on_memory(q, k, v, block_r: int, block_c: int, *, update=None, causal: b
     tile_kind = tile_kind or reference_tile_kind
     tile_mask = tile_mask or reference_tile_mask
     n, d = q.shape
-    mem = Memory(sram_capacity_bytes=1 << 30, dtype="fp32", record_events=False)
+    # the SRAM holds exactly one step's tiles (Q_i, K_j, V_j in fp32), as the learner's own loops get in 03.1/05.2
+    mem = Memory(sram_capacity_bytes=(block_r + 2 * block_c) * d * 4, dtype="fp32", record_events=False)
     for name, x in (("Q", q), ("K", k), ("V", v)):
         mem.put(name, x)
     mem.empty("O", (n, d))
