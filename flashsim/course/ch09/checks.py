@@ -1,6 +1,7 @@
 """Chapter 09 exercises: the byte count behind Θ(N²d²/M), and the DRAM bytes behind L2.
 
-* :func:`check_flash2_bytes` (09.1): FA2 forward HBM bytes in closed form, against ``flashsim.traffic``;
+* :func:`check_flash2_bytes` (09.1): FA2's causal forward HBM bytes in closed form (square blocks, ragged N),
+  against ``flashsim.traffic``;
 * :func:`check_compulsory_dram_bytes` (09.2): the DRAM bytes when the re-reads hit in L2, exactly (each tensor
   once, from the kernel view): the limit the L2 model approaches.
 """
@@ -14,14 +15,15 @@ from flashsim.model.simulator import traffic
 __all__ = ["check_flash2_bytes", "check_compulsory_dram_bytes"]
 
 FLASH2_BYTES = exercise(
-    "09.1", "FA2's HBM bytes in closed form",
-    "fn(n, d, block_r, elem_bytes, stats_bytes) -> int: the HBM bytes (reads + writes) of FA2's forward for one "
-    "head, including the logsumexp it saves for the backward.",
-    ("Which operand is re-read, and how many times?",
-     "Count per tensor how many times FA2's forward reads or writes it for one head, and in which element "
-     "size.",
-     "K and V are re-read once per row block, ⌈N/Br⌉ times; Q and O move once; the logsumexp is one value per "
-     "row in stats_bytes."),
+    "09.1", "FA2's causal HBM bytes in closed form",
+    "fn(n, d, block_r, elem_bytes, stats_bytes) -> int: the HBM bytes (reads + writes) of FA2's *causal* forward "
+    "for one head with square blocks (Bc = Br), including the logsumexp it saves for the backward; N need not be a "
+    "multiple of the block.",
+    ("Under the causal mask, which K and V rows does row block i still load?",
+     "Count per tensor how many times the causal loop reads or writes it for one head, and in which element size; "
+     "only K and V depend on the mask.",
+     "Row block i visits the key tiles up to the end of its own rows, min((i+1)·Br, N) key rows of K and as many "
+     "of V; Q and O move once; the logsumexp is one value per row in stats_bytes."),
     "check_flash2_bytes")
 
 COMPULSORY_DRAM = exercise(
@@ -35,28 +37,43 @@ COMPULSORY_DRAM = exercise(
 
 
 def _flash2_ref(n, d, br, es, ss):
-    dtype = {2: "fp16", 4: "fp32"}[es]
-    return traffic("flash2", n, d, block_r=br, block_c=64, dtype=dtype, sram_bytes=4 << 20).hbm_bytes
+    dtypes = {2: "fp16", 4: "fp32"}
+    return traffic("flash2", n, d, block_r=br, block_c=br, dtype=dtypes[es], stats_dtype=dtypes[ss], causal=True,
+                   sram_bytes=4 << 20).hbm_bytes
 
 
 def check_flash2_bytes(fn, quiet: bool = False) -> Verdict:
-    """Exercise 09.1: against ``flashsim.traffic("flash2", ...)`` on divisible and ragged N, fp16 and fp32."""
+    """Exercise 09.1: against ``flashsim.traffic("flash2", ..., causal=True)`` with Bc = Br, on divisible and
+    ragged N, fp16 and fp32."""
     cases = [(1024, 64, 64, 2, 4), (1000, 64, 64, 2, 4), (4096, 128, 128, 2, 4), (300, 32, 16, 4, 4),
-             (8192, 64, 128, 2, 4)]
-    suspects = (Suspect("lse_in_elem_bytes", lambda n, d, br, b, s: 2 * n * d * b + n_blocks(n, br) * 2 * n * d * b
-                        + n * b, "your logsumexp is counted in elem_bytes: it is stored in stats_bytes"),
-                Suspect("kv_per_column_block", lambda n, d, br, b, s: 2 * n * d * b + n_blocks(n, 64) * 2 * n * d * b
-                        + n * s, "your K and V re-reads follow the column blocks: FA2 re-reads all of K and V once "
-                        "per *row* block, ⌈N/Br⌉ times"),
-                Suspect("o_read_too", lambda n, d, br, b, s: 3 * n * d * b + n_blocks(n, br) * 2 * n * d * b + n * s,
-                        "your count reads O as well as writing it: FA2 keeps O_i on chip and writes it once"),
-                Suspect("floor_not_ceil", lambda n, d, br, b, s: 2 * n * d * b + (n // br) * 2 * n * d * b + n * s,
-                        "your count uses N // Br row blocks: the ragged last block still reads all of K and V"),
-                Suspect("lse_missing", lambda n, d, br, b, s: 2 * n * d * b + n_blocks(n, br) * 2 * n * d * b,
+             (8192, 64, 128, 2, 4), (100, 16, 32, 2, 2)]
+
+    def fa2(n, d, br, b, s, *, kv_rows=None, lse=True, tr=None):
+        t = n_blocks(n, br) if tr is None else tr
+        rows = sum(min((i + 1) * br, n) for i in range(t)) if kv_rows is None else kv_rows
+        return 2 * n * d * b + 2 * rows * d * b + (n * s if lse else 0)
+    suspects = (Suspect("causal_ignored", lambda n, d, br, b, s: fa2(n, d, br, b, s, kv_rows=n_blocks(n, br) * n),
+                        "your count reads all of K and V for every row block: under the causal mask row block i "
+                        "stops at the end of its own rows"),
+                Suspect("ragged_tile_full", lambda n, d, br, b, s: fa2(n, d, br, b, s, kv_rows=sum(
+                    (i + 1) * br for i in range(n_blocks(n, br)))),
+                        "your count loads whole tiles at the ragged end: the last key tile has only N − j·Bc rows"),
+                Suspect("ratio_not_for_ragged", lambda n, d, br, b, s: 2 * n * d * b + n * s
+                        + n * d * b * (n_blocks(n, br) + 1),
+                        "you scaled the non-causal K/V bytes by (T + 1)/2T: that ratio holds only when the block "
+                        "divides N"),
+                Suspect("exact_half", lambda n, d, br, b, s: fa2(n, d, br, b, s, kv_rows=n_blocks(n, br) * n // 2),
+                        "your K/V bytes are exactly half the non-causal ones: the tiles the diagonal crosses are "
+                        "loaded in full"),
+                Suspect("lse_missing", lambda n, d, br, b, s: fa2(n, d, br, b, s, lse=False),
                         "your count leaves out the logsumexp the forward writes for the backward"),
-                Suspect("kv_read_once", lambda n, d, br, b, s: 4 * n * d * b + n * s,
-                        "your count reads K and V once: FA2 streams them past every row block"))
-    return check_cases(FLASH2_BYTES, fn, cases, _flash2_ref, header=("N, d, Br, b, stats b", "simulator's B",
+                Suspect("lse_in_elem_bytes", lambda n, d, br, b, s: fa2(n, d, br, b, b),
+                        "your logsumexp is counted in elem_bytes: it is stored in stats_bytes"),
+                Suspect("floor_not_ceil", lambda n, d, br, b, s: fa2(n, d, br, b, s, tr=n // br),
+                        "your count uses N // Br row blocks: the ragged last block is a pass too"),
+                Suspect("o_read_too", lambda n, d, br, b, s: fa2(n, d, br, b, s) + n * d * b,
+                        "your count reads O as well as writing it: FA2 keeps O_i on chip and writes it once"))
+    return check_cases(FLASH2_BYTES, fn, cases, _flash2_ref, header=("N, d, Br = Bc, b, stats b", "simulator's B",
                                                                      "your B"),
                        suspects=suspects, ragged=lambda n, d, br, b, s: n % br != 0, quiet=quiet)
 
