@@ -39,7 +39,7 @@ from flashsim.model.table import Table
 __all__ = ["Exercise", "Verdict", "Suspect", "LearnerError", "exercise", "get_exercise", "exercises", "hint",
            "verdict", "check_cases", "call_learner", "learner_error", "io_rows", "io_table", "io_differs",
            "OUT_OF_BOUNDS", "close", "Hint", "sram_overflow_verdict", "loop_table", "first_line", "error_verdict",
-           "diagnose_attention",
+           "diagnose_attention", "attention_where",
            "random_qkv", "fa2_on_memory", "reference_tile_kind", "reference_tile_mask"]
 
 #: the tensor name :func:`flashsim.measure.count_io` gives to bytes that fall outside every tensor argument
@@ -515,6 +515,10 @@ def _attention_where(q, k, v, tau: float, visible: np.ndarray) -> np.ndarray:
     s = np.where(visible, (q @ np.swapaxes(k, -1, -2)) * tau, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     return (p / p.sum(-1, keepdims=True)) @ v
+
+
+#: the public name of :func:`_attention_where` (chapter 08's sliding-window check compares with it)
+attention_where = _attention_where
 
 
 def diagnose_attention(out, q, k, v, *, causal: bool, tol: float, sm_scale: float | None = None,
