@@ -13,7 +13,6 @@ from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, attenti
                                          io_rows, random_qkv, reference_tile_kind, reference_tile_mask, verdict)
 from flashsim.model.attention.reference import softmax_scale
 from flashsim.model.attention.visibility import n_blocks
-from flashsim.model.memory import Memory
 from flashsim.model.simulator import traffic
 
 __all__ = ["check_causal_tile_kind", "check_causal_tile_mask", "check_causal_flops_fraction", "causal_tile_counts"]
@@ -209,34 +208,14 @@ def _safe_update(m, l, acc, s, v):
 
 
 def _window_loop(q, k, v, br, bc, window, tile_kind):
-    """FA2's loop with a sliding-window mask on a Memory of one step's tiles: the learner's tile rule decides
-    skip / partial / full. Returns (O, counters)."""
-    n, d = q.shape
-    vis = window_visible(n, window)
-    mem = Memory(sram_capacity_bytes=(br + 2 * bc) * d * 4, dtype="fp32", record_events=False)
-    for name, x in (("Q", q), ("K", k), ("V", v)):
-        mem.put(name, x)
-    mem.empty("O", (n, d))
-    scale = np.float32(softmax_scale(d))
-    for i, i0 in enumerate(range(0, n, br)):
-        rows = slice(i0, min(i0 + br, n))
-        qi = mem.load("Q", rows, tile=(i,))                                    # (Br, d)
-        m, l, acc = (np.full(qi.shape[0], -np.inf), np.zeros(qi.shape[0]), np.zeros((qi.shape[0], d)))
-        for j, j0 in enumerate(range(0, n, bc)):
-            kind = call_learner(tile_kind, i, j, br, bc, n, window)
-            if kind == "skip":
-                continue
-            cols = slice(j0, min(j0 + bc, n))
-            kj, vj = mem.load("K", cols, tile=(j,)), mem.load("V", cols, tile=(j,))
-            s = (qi @ kj.T).astype(np.float64) * scale                         # (Br, Bc)
-            if kind == "partial":
-                s = np.where(vis[rows, cols], s, -np.inf)
-            m, l, acc = _safe_update(m, l, acc, s, vj)
-            mem.free(f"K{(j,)}", f"V{(j,)}")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mem.store("O", acc / l[:, None], rows, tile=(i,))
-        mem.free(f"Q{(i,)}")
-    return mem.hbm("O").copy(), mem.counters
+    """FA2's loop (:func:`fa2_on_memory`, one step's tiles of SRAM) with a sliding-window mask: the learner's tile
+    rule decides skip / partial / full, partial tiles get the element-wise mask. Returns (O, counters)."""
+    vis = window_visible(q.shape[0], window)
+
+    def mask(i, j, br_, bc_, n):
+        return vis[i * br_:min((i + 1) * br_, n), j * bc_:min((j + 1) * bc_, n)]
+    return fa2_on_memory(q, k, v, br, bc, causal=True, update=_safe_update, tile_mask=mask,
+                         tile_kind=lambda i, j, br_, bc_, n: tile_kind(i, j, br_, bc_, n, window))
 
 
 def check_causal_tile_kind(fn, quiet: bool = False) -> Verdict:

@@ -63,44 +63,38 @@ CATALOGUE = [
 ]
 
 
+def _qkt(mem, n, d, block_r, block_c, *, transposed=False, k_outside=False, store_twice=False):
+    """The tiled loop with one learner's slip switched on; the outer operand's block stays on chip."""
+    outer, inner = (("K", block_c), ("Q", block_r)) if k_outside else (("Q", block_r), ("K", block_c))
+    for a, a0 in enumerate(range(0, n, outer[1])):
+        arows = slice(a0, min(a0 + outer[1], n))
+        x = mem.load(outer[0], rows=arows, tile=(a,))
+        for b, b0 in enumerate(range(0, n, inner[1])):
+            brows = slice(b0, min(b0 + inner[1], n))
+            y = mem.load(inner[0], rows=brows, tile=(b,))
+            (i, rows, q), (j, cols, k) = ((b, brows, y), (a, arows, x)) if k_outside else ((a, arows, x),
+                                                                                           (b, brows, y))
+            if transposed:   # K_j Q_iᵀ written at the mirrored place: S comes out transposed
+                mem.store("S", k @ q.T, rows=cols, cols=rows, tile=(j, i))
+            else:
+                if store_twice:
+                    mem.store("S", 0 * (q @ k.T), rows=rows, cols=cols, tile=(i, j))
+                mem.store("S", q @ k.T, rows=rows, cols=cols, tile=(i, j))
+            mem.free(f"{inner[0]}{(b,)}")
+        mem.free(f"{outer[0]}{(a,)}")
+
+
 def tiled_qkt_transposed(mem, n, d, block_r, block_c):
-    """Writes K_j Q_iᵀ at the mirrored place: S comes out transposed."""
-    for i, r0 in enumerate(range(0, n, block_r)):
-        rows = slice(r0, min(r0 + block_r, n))
-        q = mem.load("Q", rows=rows, tile=(i,))
-        for j, c0 in enumerate(range(0, n, block_c)):
-            cols = slice(c0, min(c0 + block_c, n))
-            k = mem.load("K", rows=cols, tile=(j,))
-            mem.store("S", k @ q.T, rows=cols, cols=rows, tile=(j, i))
-            mem.free(f"K{(j,)}")
-        mem.free(f"Q{(i,)}")
+    _qkt(mem, n, d, block_r, block_c, transposed=True)
 
 
 def tiled_qkt_k_outside(mem, n, d, block_r, block_c):
-    """The outer loop over K blocks: K read once, Q once per K block."""
-    for j, c0 in enumerate(range(0, n, block_c)):
-        cols = slice(c0, min(c0 + block_c, n))
-        k = mem.load("K", rows=cols, tile=(j,))
-        for i, r0 in enumerate(range(0, n, block_r)):
-            rows = slice(r0, min(r0 + block_r, n))
-            q = mem.load("Q", rows=rows, tile=(i,))
-            mem.store("S", q @ k.T, rows=rows, cols=cols, tile=(i, j))
-            mem.free(f"Q{(i,)}")
-        mem.free(f"K{(j,)}")
+    _qkt(mem, n, d, block_r, block_c, k_outside=True)
 
 
 def tiled_qkt_stores_twice(mem, n, d, block_r, block_c):
     """Stores a zeroed S tile first, then the result."""
-    for i, r0 in enumerate(range(0, n, block_r)):
-        rows = slice(r0, min(r0 + block_r, n))
-        q = mem.load("Q", rows=rows, tile=(i,))
-        for j, c0 in enumerate(range(0, n, block_c)):
-            cols = slice(c0, min(c0 + block_c, n))
-            k = mem.load("K", rows=cols, tile=(j,))
-            mem.store("S", 0 * (q @ k.T), rows=rows, cols=cols, tile=(i, j))
-            mem.store("S", q @ k.T, rows=rows, cols=cols, tile=(i, j))
-            mem.free(f"K{(j,)}")
-        mem.free(f"Q{(i,)}")
+    _qkt(mem, n, d, block_r, block_c, store_twice=True)
 
 
 CATALOGUE += [
