@@ -10,7 +10,8 @@ import numpy as np
 
 from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, attention_where, call_learner, check_cases,
                                          diagnose_attention, error_verdict, exercise, fa2_on_memory, io_differs,
-                                         io_rows, random_qkv, reference_tile_kind, reference_tile_mask, verdict)
+                                         io_rows, loop_table, random_qkv, reference_tile_kind, reference_tile_mask,
+                                         verdict)
 from flashsim.model.attention.reference import softmax_scale
 from flashsim.model.attention.visibility import n_blocks
 from flashsim.model.simulator import traffic
@@ -73,26 +74,28 @@ def _simulated_causal(n, d, br, bc) -> dict:
 
 def _run_causal(ex, d, quiet, tile_kind=None, tile_mask=None):
     """The causal FA2 loop over _CASES with the learner's piece: a failing Verdict, or (None, last table)."""
-    rows = []
+    table = None
     for case, (n, br, bc) in enumerate(_CASES):
         where = f"N={n}, Br={br}, Bc={bc}"
         q, k, v = random_qkv(n, d, 10 + case)
         try:
             out, counters = fa2_on_memory(q, k, v, br, bc, causal=True, tile_kind=tile_kind, tile_mask=tile_mask)
         except LearnerError as err:
-            return error_verdict(ex, err, where, quiet=quiet), rows
-        rows = io_rows(counters, _simulated_causal(n, d, br, bc))
+            return error_verdict(ex, err, where, quiet=quiet), table
+        want = _simulated_causal(n, d, br, bc)
+        rows = io_rows(counters, want)
+        table = loop_table(counters, want, label="the checker's causal loop", want_label="flashsim.traffic")
         key, why, ev = diagnose_attention(out, q, k, v, causal=True, tol=1e-4, block_n=bc, block_m=br)
         if key != "passed":
-            return verdict(ex, False, f"{why} ({where})", diagnosis=key, table=rows, quiet=quiet, **ev), rows
+            return verdict(ex, False, f"{why} ({where})", diagnosis=key, table=table, quiet=quiet, **ev), table
         differ = io_differs(rows)
         if differ:
             by = {r[0]: r for r in rows}
             parts = [f"{t} {by[t][1]:,} B read, causal FA2 reads {by[t][3]:,}" for t in differ]
             return verdict(ex, False, f"O is right but the bytes differ (✘ rows) at {where}: " + "; ".join(parts)
                            + ": tiles the mask hides entirely are loaded", diagnosis="masked_not_skipped",
-                           table=rows, quiet=quiet), rows
-    return None, rows
+                           table=table, quiet=quiet), table
+    return None, table
 
 
 #: (N, Br, Bc, window) of 08.1: plain causal (window ≥ N), windows smaller and larger than a block, Br ≠ Bc,
@@ -244,7 +247,7 @@ def check_causal_tile_kind(fn, quiet: bool = False) -> Verdict:
         q, k, v = random_qkv(n, 8, 10 + case)
         out, counters = _window_loop(q, k, v, br, bc, w, fn)
         _, want = _window_loop(q, k, v, br, bc, w, window_tile_kind)
-        rows = io_rows(counters, want)
+        rows = loop_table(counters, want, label="the loop with your rule", want_label="the loop with the right rule")
         ref = attention_where(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64),
                               softmax_scale(8), window_visible(n, w))
         err = float(np.abs(out - ref).max()) if np.isfinite(out).all() else np.inf
@@ -301,12 +304,6 @@ def check_causal_tile_mask(fn, quiet: bool = False) -> Verdict:
         return bad
     return verdict(TILE_MASK, True, "every partial tile's mask is right and the causal output is exact", table=rows,
                    quiet=quiet)
-
-
-def _visited(n, br, bc) -> float:
-    """The fraction of tiles a causal loop visits, with row blocks of br and column tiles of bc (divisible N)."""
-    tr, tc = n // br, n // bc
-    return sum(min(tc, -(-(i + 1) * br // bc)) for i in range(tr)) / (tr * tc)
 
 
 def _fraction_ref(n, br, bc) -> float:
