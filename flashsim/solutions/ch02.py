@@ -10,10 +10,11 @@ SOLUTIONS = {"02.1": ("naive_hbm_bytes",), "02.2": ("score_matrix_bytes",)}
 
 
 def naive_hbm_bytes(n, d, dtype):
-    """Exercise 02.1: reads Q, K (S = QKᵀ), S (softmax), P and V (O = PV); writes S, P, O."""
+    """Exercise 02.1: reads Q, K (S = QKᵀ), S (softmax), P and V (O = PV); writes S, P, O. The N×d tensors take
+    dtype's element size, the N×N matrices S and P 4 bytes (fp32)."""
     b = dtype_bytes(dtype)
-    reads = (3 * n * d + 2 * n * n) * b
-    writes = (2 * n * n + n * d) * b
+    reads = 3 * n * d * b + 2 * n * n * 4
+    writes = 2 * n * n * 4 + n * d * b
     return reads, writes
 
 

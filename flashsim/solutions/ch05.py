@@ -46,11 +46,12 @@ def flash2_forward_loop(mem, n, d, block_r, block_c):
         mem.free(f"Q{(i,)}")
 
 
-def fa1_hbm_bytes(n, d, block_c, elem_bytes):
-    """Algorithm 1: K and V are read once (2Nd); for each of the Tc = ⌈N/Bc⌉ K/V blocks the inner loop reads Q,
-    O, l, m for all N rows (2Nd + 2N) and writes O, l, m back (Nd + 2N).
+def fa1_hbm_bytes(n, d, block_c, elem_bytes, stats_bytes):
+    """Algorithm 1: K and V are read once (2Nd elements); for each of the Tc = ⌈N/Bc⌉ K/V blocks the inner loop
+    reads Q and O for all N rows and writes O back (3Nd elements), and reads and writes ℓ and m (4N statistics).
+    The N×d tensors take elem_bytes each, the statistics stats_bytes.
 
     Introduced in chapter 05.
     """
     tc = math.ceil(n / block_c)
-    return (2 * n * d + tc * (3 * n * d + 4 * n)) * elem_bytes
+    return (2 * n * d + tc * 3 * n * d) * elem_bytes + tc * 4 * n * stats_bytes

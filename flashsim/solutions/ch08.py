@@ -3,10 +3,31 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["causal_tile_kind", "causal_tile_mask", "causal_flops_fraction"]
+__all__ = ["causal_tile_kind", "window_tile_kind", "causal_tile_mask", "causal_flops_fraction"]
 
 #: exercise id -> the functions that solve it (what flashsim.exercises.reveal shows)
-SOLUTIONS = {"08.1": ("causal_tile_kind",), "08.2": ("causal_tile_mask",), "08.3": ("causal_flops_fraction",)}
+SOLUTIONS = {"08.1": ("window_tile_kind",), "08.2": ("causal_tile_mask",), "08.3": ("causal_flops_fraction",)}
+
+
+def window_tile_kind(i, j, block_r, block_c, n, window):
+    """Exercise 08.1, causal with a sliding window (query r sees key c iff r − window < c <= r). The right edge
+    is the causal one; at the left edge the *first* query row reaches furthest left (it decides skip) and the
+    *last* row least far (it decides full):
+
+    * skip when the first column is after the last row, or the last column is left of the first row's window;
+    * full when the last column is at or before the first row and the first column is inside the last row's
+      window;
+    * partial otherwise.
+
+    Introduced in chapter 08.
+    """
+    first_row, last_row = i * block_r, min((i + 1) * block_r, n) - 1
+    first_col, last_col = j * block_c, min((j + 1) * block_c, n) - 1
+    if first_col > last_row or last_col <= first_row - window:
+        return "skip"
+    if last_col <= first_row and first_col > last_row - window:
+        return "full"
+    return "partial"
 
 
 def causal_tile_kind(i, j, block_r, block_c, n):

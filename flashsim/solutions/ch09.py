@@ -8,9 +8,11 @@ SOLUTIONS = {"09.1": ("flash2_forward_bytes",), "09.2": ("compulsory_dram_bytes"
 
 
 def flash2_forward_bytes(n: int, d: int, block_r: int, elem_bytes: int, stats_bytes: int) -> int:
-    """Exercise 09.1: reads Q once and K, V once per row block (T_r = ⌈N/B_r⌉); writes O and the logsumexp once."""
+    """Exercise 09.1, causal, Bc = Br: row block i reads the K and V rows up to the end of its own rows,
+    min((i+1)·Br, N) of each (the last tile masked at N); Q is read and O and the logsumexp written once."""
     t_r = -(-n // block_r)
-    reads = n * d * elem_bytes + t_r * 2 * n * d * elem_bytes
+    kv_rows = sum(min((i + 1) * block_r, n) for i in range(t_r))
+    reads = n * d * elem_bytes + 2 * kv_rows * d * elem_bytes
     writes = n * d * elem_bytes + n * stats_bytes
     return reads + writes
 

@@ -42,7 +42,7 @@ def test_stub_and_learner_error_are_reported_not_raised():
     def stub(*a):
         raise NotImplementedError
     v = checker.check_cases(EX, stub, [(1,)], lambda x: x, quiet=True)
-    assert v.diagnosis == "not_implemented" and "not implemented yet" in v.message
+    assert v.diagnosis == "not_implemented" and v.message.startswith("not attempted yet")
 
     def buggy(x):
         return x / undefined_name  # noqa: F821
@@ -66,7 +66,7 @@ def test_hints_are_graded_and_opened_on_request(capsys):
     second = exercises.hint("05.2")
     third = exercises.hint("05.2")
     assert "hint 2/3" in second and "a pointer" in second
-    assert "hint 3/3" in third and "the formula" in third and "reveal" in third
+    assert "hint 3/3" in third and "the step" in third and "reveal" in third
     assert exercises.hint("5.2", level=1) == first
     with pytest.raises(FlashsimError):
         exercises.hint("99.9")
@@ -88,3 +88,47 @@ def test_every_exercise_has_a_solution_and_a_checker():
     for ex in checker.exercises():
         assert callable(getattr(exercises, ex.checker))
         assert solution(ex.id)
+
+
+def test_a_hint_is_shown_once_in_jupyter(capsys):
+    """hint() prints its text; left as a cell's last value, Jupyter does not show it again as Out[]."""
+    text = exercises.hint("05.1", level=1)
+    printed = capsys.readouterr().out
+    assert printed.strip() == str(text)
+    text._ipython_display_()
+    assert capsys.readouterr().out == ""
+    quiet = exercises.hint("05.1", level=1, quiet=True)
+    assert capsys.readouterr().out == ""
+    quiet._ipython_display_()
+    assert capsys.readouterr().out.strip() == str(quiet)
+
+
+def test_constant_and_none_answers_are_named_not_a_factor():
+    v = checker.check_cases(EX, lambda s, dt: 0, [((2, 3), "fp16"), ((4,), "fp32")], lambda s, dt: 1 + len(s),
+                            quiet=True)
+    assert v.diagnosis == "constant_answer" and "0× " not in v.message
+    v = checker.check_cases(EX, lambda s, dt: None, [((2, 3), "fp16")], lambda s, dt: 1, quiet=True)
+    assert v.diagnosis == "returned_none"
+
+
+def _plain(text: str) -> str:
+    import re
+    return re.sub(r"\s+", " ", re.sub(r"[$\\{}*`_]", "", text.lower()))
+
+
+def test_no_hint_repeats_a_sentence_of_its_chapter():
+    """Hints add something: none of their sentences (25+ characters) is already in the chapter's prose."""
+    import json
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "notebooks"
+    for ex in checker.exercises():
+        nb = next(root.glob(f"{ex.chapter}_*.ipynb"), None)
+        if nb is None:
+            continue
+        prose = _plain(" ".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
+                                if c["cell_type"] == "markdown"))
+        for h in ex.hints:
+            for sentence in re.split(r"(?<=[.?!;:])\s+", h):
+                s = _plain(sentence).strip(" .?;:")
+                assert len(s) < 25 or s not in prose, f"{ex.id}: the hint repeats the chapter: {sentence!r}"

@@ -24,7 +24,8 @@ TENSOR_BYTES = exercise(
     "'bf16').",
     ("How many numbers does a tensor of shape (4, 16, 1024, 64) hold, and how big is one of them?",
      "flashsim.model.dtypes.dtype_bytes(dtype) gives the size of one element.",
-     "bytes = math.prod(shape) × dtype_bytes(dtype)"),
+     "Count the elements first (every dimension multiplies the count), then ask how many bytes one element of "
+     "this dtype takes."),
     "check_tensor_bytes")
 
 TRANSFER_TIME = exercise(
@@ -32,7 +33,8 @@ TRANSFER_TIME = exercise(
     "fn(nbytes, device) -> seconds: the time to move nbytes once over the HBM of the preset device.",
     ("If a pipe carries B bytes every second, how long do n bytes take?",
      "flashsim.get_device(device).hbm_bandwidth_bytes_per_s is already in bytes per second.",
-     "seconds = nbytes / get_device(device).hbm_bandwidth_bytes_per_s"),
+     "Divide the bytes by the bytes the memory moves each second; the preset's bandwidth is already in bytes "
+     "per second."),
     "check_transfer_time")
 
 
@@ -49,7 +51,12 @@ def check_tensor_bytes(fn: Callable, quiet: bool = False) -> Verdict:
                 Suspect("fixed_element_size", lambda s, dt: 2 * math.prod(s),
                         "your answers assume 2 bytes per element for every dtype: look at the fp32 cases"),
                 Suspect("sum_not_product", lambda s, dt: sum(s) * dtype_bytes(dt),
-                        "your answers add the dimensions: a (a, b) tensor holds how many numbers?"))
+                        "your answers add the dimensions: a (a, b) tensor holds how many numbers?"),
+                Suspect("bits_not_bytes", lambda s, dt: 8 * math.prod(s) * dtype_bytes(dt),
+                        "your answers are 8× too large: they count bits, and the spec asks for bytes"),
+                Suspect("bf16_as_fp32", lambda s, dt: math.prod(s) * (4 if dt == "bf16" else dtype_bytes(dt)),
+                        "only bf16 is wrong: bf16 is a 16-bit format, 2 bytes like fp16 (it keeps fp32's exponent, "
+                        "not its size)"))
     return check_cases(TENSOR_BYTES, fn, cases, _tensor_bytes_ref, header=("shape, dtype", "expected B", "your B"),
                        suspects=suspects, quiet=quiet)
 
@@ -64,6 +71,12 @@ def check_transfer_time(fn: Callable, quiet: bool = False) -> Verdict:
     suspects = (Suspect("multiplied", lambda n, dev: n * get_device(dev).hbm_bandwidth_bytes_per_s,
                         "your answers grow with the bandwidth: a faster memory should take less time"),
                 Suspect("same_device", lambda n, dev: n / get_device("h200").hbm_bandwidth_bytes_per_s,
-                        "your answers are the H200's for every device: use the preset named by `device`"))
+                        "your answers are the H200's for every device: use the preset named by `device`"),
+                Suspect("bits", lambda n, dev: 8 * n / get_device(dev).hbm_bandwidth_bytes_per_s,
+                        "your times are 8× too long: the bandwidth is in bytes per second, and so is nbytes"),
+                Suspect("milliseconds", lambda n, dev: 1e3 * n / get_device(dev).hbm_bandwidth_bytes_per_s,
+                        "your times are 1000× too large: the spec asks for seconds, not milliseconds"),
+                Suspect("bandwidth_in_gb", lambda n, dev: n / (get_device(dev).hbm_bandwidth_bytes_per_s / 1e9),
+                        "your times are 10⁹× too large: hbm_bandwidth_bytes_per_s is already in bytes, not GB"))
     return check_cases(TRANSFER_TIME, fn, cases, _transfer_time_ref, rel=1e-6,
                        header=("bytes, device", "expected s", "your s"), suspects=suspects, quiet=quiet)

@@ -10,13 +10,15 @@ from flashsim.model.simulator import traffic
 __all__ = ["check_naive_hbm_bytes", "check_score_matrix_bytes"]
 
 NAIVE_HBM_BYTES = exercise(
-    "02.1", "standard attention's HBM bytes",
-    "fn(n, d, dtype) -> (read_bytes, write_bytes) of Algorithm 0's forward pass for one head, each of its three "
-    "steps reading its operands from HBM and writing its result back.",
-    ("Algorithm 0 has three steps. What does each one read, and what does it write?",
-     "List the tensors of each step with their shapes: N×d ones and N×N ones. A tensor crosses HBM once each time "
-     "a step reads or writes it.",
-     "reads = (3·N·d + 2·N²)·b (Q, K; S; P, V), writes = (2·N² + N·d)·b (S; P; O)"),
+    "02.1", "Algorithm 0's HBM bytes, S and P in fp32",
+    "fn(n, d, dtype) -> (read_bytes, write_bytes) of Algorithm 0's forward pass for one head when Q, K, V and O "
+    "are stored in dtype but the N×N matrices S and P are kept in fp32 (as mixed-precision code and the course's "
+    "naive kernel keep them), each of its three steps reading its operands from HBM and writing its result back.",
+    ("Which tensors in the chapter's byte table are N×d, and which are N×N?",
+     "Keep the chapter's count of how often each tensor crosses HBM; only the element size of some tensors "
+     "changes. Which ones?",
+     "give every S and P term 4 bytes per element and every Q, K, V, O term dtype_bytes(dtype), then add reads "
+     "and writes separately"),
     "check_naive_hbm_bytes")
 
 SCORE_MATRIX_BYTES = exercise(
@@ -24,27 +26,42 @@ SCORE_MATRIX_BYTES = exercise(
     "fn(n, batch, heads, dtype) -> bytes of all score matrices S of one attention layer.",
     ("How many score matrices does a layer with a batch of sequences and several heads build?",
      "One N×N matrix per (sequence, head), each element dtype_bytes(dtype) bytes.",
-     "bytes = N² · batch · heads · dtype_bytes(dtype)"),
+     "Multiply one head's S bytes by the number of (sequence, head) pairs in the layer."),
     "check_score_matrix_bytes")
 
 
 def _naive_ref(n, d, dtype):
-    t = traffic("naive", n, d, dtype=dtype)
-    return (t.hbm_read_bytes, t.hbm_write_bytes)
+    """The simulator's naive count per tensor: Q, K, V, O in `dtype`, S and P from the fp32 count."""
+    t, t32 = traffic("naive", n, d, dtype=dtype), traffic("naive", n, d, dtype="fp32")
+
+    def pick(mine, fp32):
+        return sum(fp32[k] if k in ("S", "P") else v for k, v in mine.items())
+    return (pick(t.read_bytes_by_tensor, t32.read_bytes_by_tensor),
+            pick(t.write_bytes_by_tensor, t32.write_bytes_by_tensor))
 
 
 def check_naive_hbm_bytes(fn: Callable, quiet: bool = False) -> Verdict:
-    """Exercise 02.1, graded against :func:`flashsim.traffic`'s "naive" count."""
+    """Exercise 02.1, graded against :func:`flashsim.traffic`'s "naive" count per tensor (S and P at fp32)."""
     cases = [(1024, 64, "fp16"), (8192, 64, "fp16"), (4096, 128, "bf16"), (1000, 80, "fp32"), (1, 1, "fp16")]
 
     def b(dt):
         return dtype_bytes(dt)
-    suspects = (Suspect("no_intermediates", lambda n, d, dt: (3 * n * d * b(dt), n * d * b(dt)),
+
+    def count(n, d, dt, *, nn=4, reads_nn=2, writes_nn=2, nd=None):
+        e = b(dt) if nd is None else nd
+        return ((3 * n * d) * e + reads_nn * n * n * nn, writes_nn * n * n * nn + n * d * e)
+    suspects = (Suspect("sp_in_storage_dtype", lambda n, d, dt: count(n, d, dt, nn=b(dt)),
+                        "your S and P bytes use dtype's element size: here S and P are kept in fp32, 4 bytes each"),
+                Suspect("all_fp32", lambda n, d, dt: count(n, d, dt, nd=4),
+                        "your Q, K, V and O are counted in fp32 too: only S and P are kept in fp32"),
+                Suspect("no_intermediates", lambda n, d, dt: (3 * n * d * b(dt), n * d * b(dt)),
                         "your bytes count Q, K, V and O only: the N×N matrices cross HBM too"),
-                Suspect("softmax_not_counted", lambda n, d, dt: ((3 * n * d + n * n) * b(dt), (n * n + n * d) * b(dt)),
+                Suspect("softmax_not_counted", lambda n, d, dt: count(n, d, dt, reads_nn=1, writes_nn=1),
                         "your bytes miss one N×N read and one N×N write: the softmax step is a pass over HBM too"),
                 Suspect("reads_writes_swapped", lambda n, d, dt: _naive_ref(n, d, dt)[::-1],
-                        "your reads are the writes and the other way round"))
+                        "your reads are the writes and the other way round"),
+                Suspect("p_not_read", lambda n, d, dt: count(n, d, dt, reads_nn=1),
+                        "your reads leave out P: the third step reads P (and V) to compute O = P V"))
     return check_cases(NAIVE_HBM_BYTES, fn, cases, _naive_ref,
                        header=("N, d, dtype", "expected (read, write) B", "your (read, write) B"),
                        suspects=suspects, quiet=quiet)
@@ -62,6 +79,10 @@ def check_score_matrix_bytes(fn: Callable, quiet: bool = False) -> Verdict:
                 Suspect("no_batch", lambda n, bt, h, dt: n * n * h * dtype_bytes(dt),
                         "your bytes are one sequence's: every sequence of the batch builds its own S"),
                 Suspect("n_times_d", lambda n, bt, h, dt: n * 64 * bt * h * dtype_bytes(dt),
-                        "your bytes grow as N, not N²: S is N×N"))
+                        "your bytes grow as N, not N²: S is N×N"),
+                Suspect("s_and_p", lambda n, bt, h, dt: 2 * _s_ref(n, bt, h, dt),
+                        "your bytes count S and P: the spec asks for the score matrices S alone"),
+                Suspect("elements_not_bytes", lambda n, bt, h, dt: n * n * bt * h,
+                        "your answers count elements: how many bytes does each take in this dtype?"))
     return check_cases(SCORE_MATRIX_BYTES, fn, cases, _s_ref,
                        header=("N, batch, heads, dtype", "expected B", "your B"), suspects=suspects, quiet=quiet)

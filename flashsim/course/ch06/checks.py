@@ -24,7 +24,8 @@ NAIVE_PEAK = exercise(
     "The checker measures it (tracemalloc) and accepts predictions within 3 %.",
     ("Which arrays does naive_attention_numpy create, and which of them exist at the same moment?",
      "Read its source (inspect.getsource): is the softmax computed into a new array or in place?",
-     "4·(N² + 2·N + N·d) bytes: S (softmaxed in place), the row max and sum, and O"),
+     "Only one N×N array is alive at a time (the softmax works in place): list what else exists while it "
+     "does, in float32."),
     "check_naive_numpy_peak_bytes")
 
 MAX_CONTEXT = exercise(
@@ -34,12 +35,28 @@ MAX_CONTEXT = exercise(
     ("The memory grows with N. How do you find the last N below a limit without trying every N?",
      "Chapter 06's model counts Q, K, V, O for every head, plus S and P (naive) or the logsumexp (flash); grow N "
      "until it no longer fits, then bisect.",
-     "largest N with batch_heads·(4·N·d·b + 2·N²·b [naive] or + 4·N [flash]) <= capacity"),
+     "Write bytes(N) from the model, double N until it no longer fits, then bisect between the last N that "
+     "fits and the first that does not."),
     "check_max_context_length")
 
 
 def _largest_n(cap, d, bh, b, algo) -> int:
     return max_context_for(cap, algo, d, bh, b)
+
+
+#: predictions learners make for 06.1, each a formula in (N, d), and what each leaves out or adds
+_PEAK_SUSPECTS = (
+    (("two_nxn_buffers", "you count two N×N buffers (S and P): the softmax is computed in place, so one exists at a "
+      "time"), lambda n, d: 4 * (2 * n * n + 2 * n + n * d)),
+    (("two_bytes_per_float", "your bytes are half the measurement: the arrays are float32, 4 bytes an element"),
+     lambda n, d: 2 * (n * n + 2 * n + n * d)),
+    (("float64_assumed", "your bytes are twice the measurement: the arrays are float32, not float64"),
+     lambda n, d: 8 * (n * n + 2 * n + n * d)),
+    (("inputs_counted", "you count Q, K and V: they exist before the call, and the measurement is what the function "
+      "allocates"), lambda n, d: 4 * (n * n + 2 * n + 4 * n * d)),
+    (("output_missing", "you leave out the output O (N×d): it is allocated while S still exists"),
+     lambda n, d: 4 * (n * n + 2 * n)),
+)
 
 
 def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel_tol: float = 0.03,
@@ -63,7 +80,12 @@ def check_naive_numpy_peak_bytes(fn, ns=(256, 512, 1024, 2048), d: int = 64, rel
         return verdict(NAIVE_PEAK, True, f"within {worst:.1%} of tracemalloc's measurement at every N: the N² term "
                        "is it", table=table, worst=worst, quiet=quiet)
     last = ratios[-1]
-    if abs(last - 2) < 0.1:
+    preds = [r[1] for r in rows]
+    exact = [key_why for key_why, model in _PEAK_SUSPECTS if all(abs(p - model(n_, d)) <= 0.001 * model(n_, d)
+                                                                  for p, n_ in zip(preds, ns))]
+    if exact:
+        key, why = exact[0]
+    elif abs(last - 2) < 0.1:
         key, why = "two_nxn_buffers", ("at large N you predict twice the measurement: you count two N×N buffers "
                                        "where one exists at a time")
     elif last < 0.2 and ratios[0] > last:
@@ -83,7 +105,11 @@ def check_max_context_length(fn, quiet: bool = False) -> Verdict:
             [(HBM_CAPACITY_BYTES["a100"], 64, 16 * 8, 2, algo) for algo in ("naive", "flash")] + \
             [(HBM_CAPACITY_BYTES["t4"], 64, 1, 4, algo) for algo in ("naive", "flash")] + \
             [(10**6, 16, 3, 2, algo) for algo in ("naive", "flash")]
-    suspects = (Suspect("first_misfit", lambda c, d, bh, b, a: _largest_n(c, d, bh, b, a) + 1,
+    suspects = (Suspect("elem_bytes_ignored", lambda c, d, bh, b, a: _largest_n(c, d, bh, 1, a),
+                        "your N counts elements, not bytes: each element takes elem_bytes"),
+                Suspect("one_nxn_matrix", lambda c, d, bh, b, a: max_context_for(c, a, d, bh, b, score_matrices=1),
+                        "your naive N holds one N×N matrix: standard attention holds S and P at once"),
+                Suspect("first_misfit", lambda c, d, bh, b, a: _largest_n(c, d, bh, b, a) + 1,
                         "each of your N is one too large: it is the first N that no longer fits"),
                 Suspect("one_head", lambda c, d, bh, b, a: _largest_n(c, d, 1, b, a),
                         "your N fits one head: every head of every sequence holds its own tensors"),

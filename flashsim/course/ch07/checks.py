@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flashsim.course.kit.checker import (LearnerError, Verdict, call_learner, error_verdict, exercise, io_rows,
+from flashsim.course.kit.checker import (LearnerError, Verdict, call_learner, error_verdict, exercise, loop_table,
                                          random_qkv, verdict)
 from flashsim.model.attention.reference import reference_attention, reference_attention_grads, softmax_scale
 from flashsim.model.memory import Memory
@@ -25,7 +25,7 @@ RECOMPUTE_P = exercise(
     ("The forward pass saved one number per row, L = m + log ℓ. What is e^(s − L) for a score s of that row?",
      "Recompute the tile's scores exactly as the forward did (with the scale), then use L in place of both the max "
      "and the sum.",
-     "P_ij = exp(scale · Q_i K_jᵀ − L_i[:, None])"),
+     "Compute the tile's scores with the scale, subtract L_i from each row, then exponentiate."),
     "check_recompute_p_tile")
 
 BACKWARD_TILE = exercise(
@@ -35,7 +35,8 @@ BACKWARD_TILE = exercise(
     ("O = P V: which gradient needs only P and dO? And what does the softmax's Jacobian do to dP?",
      "dV from Pᵀ and dO; dP from dO and V; the softmax turns dP into dS using D; dQ and dK come from dS and carry "
      "the scale of S = scale·QKᵀ.",
-     "dV = Pᵀ dO; dP = dO Vᵀ; dS = P ∘ (dP − D); dQ = scale·dS K; dK = scale·dSᵀ Q"),
+     "Start from dV (P and dO) and dP (dO and V); the softmax's Jacobian turns dP into dS with P and D; dQ "
+     "and dK are one product with dS each, times the scale."),
     "check_backward_tile")
 
 _CASES = ((16, 8, 4, 4), (22, 8, 8, 4))  # (N, d, Br, Bc): square and ragged
@@ -65,6 +66,10 @@ def check_recompute_p_tile(fn, quiet: bool = False) -> Verdict:
                     return error_verdict(RECOMPUTE_P, err, where, quiet=quiet)
                 want = p[i0:i0 + br, j0:j0 + bc]
                 if got.shape != want.shape:
+                    if got.shape == want.shape[::-1]:
+                        return verdict(RECOMPUTE_P, False, f"P tile has shape {got.shape}, expected {want.shape} "
+                                       f"({where}): your tile is transposed (K_j Q_iᵀ); its rows are the queries",
+                                       diagnosis="transposed", quiet=quiet)
                     return verdict(RECOMPUTE_P, False, f"P tile has shape {got.shape}, expected {want.shape} "
                                    f"({where})", diagnosis="wrong_shape", quiet=quiet)
                 err = float(np.abs(got - want).max()) if np.isfinite(got).all() else np.inf
@@ -76,6 +81,8 @@ def check_recompute_p_tile(fn, quiet: bool = False) -> Verdict:
                         tile_softmax /= tile_softmax.sum(1, keepdims=True)
                         unscaled = np.exp(qi.astype(np.float64) @ kj.T - li[:, None])
                         plus_l = np.exp(s + li[:, None])
+                        base2 = np.exp2(s - li[:, None])
+                        scale_on_l = np.exp(s - tau * li[:, None])
                     if not np.isfinite(got).all():
                         key, why = "non_finite", "the tile holds NaN/inf where every exact probability is in [0, 1]"
                     elif np.allclose(got, tile_softmax, atol=1e-5):
@@ -87,6 +94,16 @@ def check_recompute_p_tile(fn, quiet: bool = False) -> Verdict:
                                                    "exponentiated were scaled")
                     elif np.allclose(got, plus_l, rtol=1e-4):
                         key, why = "sign_of_l", "your tile equals exp(s + L): L is subtracted"
+                    elif np.allclose(got, base2, atol=1e-5, rtol=1e-4):
+                        key, why = "exp2_not_exp", ("your tile equals 2^(s − L): the forward's L = m + log ℓ is in "
+                                                    "natural-log units, so P = e^(s − L)")
+                    elif np.allclose(got, scale_on_l, atol=1e-5, rtol=1e-4):
+                        key, why = "scale_on_l", ("your tile equals exp(scale·(Q Kᵀ − L)): the scale belongs to the "
+                                                  "scores only; L is already in the scaled units")
+                    elif got.shape[::-1] == want.shape and got.shape == want.shape and np.allclose(got.T, want,
+                                                                                                   atol=1e-5):
+                        key, why = "transposed", ("your tile is P_ij transposed (K_j Q_iᵀ): row a of the tile is "
+                                                  "query i·Br + a")
                     else:
                         key, why = "wrong_values", f"max |P − exact| = {err:.3g}"
                     rows.append([f"N={n}, Br={br}, Bc={bc}", f"{err:.2g}", "✘"])
@@ -105,7 +122,9 @@ def _alg4_loop(backward_tile, q, k, v, do, block_r, block_c):
     n, d = q.shape
     o, lse = reference_attention(q, k, v, return_lse=True)
     p_all, _ = _exact_p(q, k)
-    mem = Memory(sram_capacity_bytes=1 << 30, dtype="fp32", record_events=False)
+    # one step's tiles, fp32: K_j, V_j; Q_i, dO_i, dQ_i; L_i, D_i (the preprocessing's O_i, dO_i fit in less)
+    mem = Memory(sram_capacity_bytes=(2 * block_c * d + 3 * block_r * d + 2 * block_r) * 4, dtype="fp32",
+                 record_events=False)
     for name, x in (("Q", q), ("K", k), ("V", v), ("O", o), ("dO", do)):
         mem.put(name, x)
     mem.put("L", lse)
@@ -147,6 +166,37 @@ def _rel(got, ref) -> float:
     return float(np.abs(got - ref).max() / np.abs(ref).max()) if np.isfinite(got).all() else np.inf
 
 
+def _gradient_diagnosis(grads, want, bad, q, k, v, do) -> tuple[str, str]:
+    """(key, why) for wrong gradients: which known wrong dS (or scale) the learner's dQ and dK equal."""
+    if any(not np.isfinite(x).all() for x in grads):
+        return "non_finite", "a gradient holds NaN/inf"
+    tau = softmax_scale(q.shape[1])
+    p, _ = _exact_p(q, k)
+    dp = do.astype(np.float64) @ v.T.astype(np.float64)
+    o = p @ v.astype(np.float64)
+    delta = (do.astype(np.float64) * o).sum(1, keepdims=True)
+    if "dV" in bad:
+        return "dv_wrong", ("dV is wrong, and dV depends on P and dO alone: a key's dV sums over the queries that "
+                            "saw it")
+    cands = (("missing_delta", p * dp, tau, "dV is right; dQ and dK equal what dS = P ∘ dP gives: the softmax's "
+              "Jacobian also subtracts D = rowsum(dO ∘ O) from dP"),
+             ("ds_without_p", dp - delta, tau, "dV is right; dQ and dK equal what dS = dP − D gives: the softmax's "
+              "Jacobian multiplies by P, dS = P ∘ (dP − D)"),
+             ("sign_flipped", p * (delta - dp), tau, "dV is right; dQ and dK have the wrong sign: dS = P ∘ (dP − D), "
+              "not P ∘ (D − dP)"),
+             ("missing_scale", p * (dp - delta), 1.0, f"dV is right; dQ and dK are {1 / tau:.4g}× the exact ones, "
+              "= √d: S = scale·QKᵀ, so its gradient carries the scale"),
+             ("scale_twice", p * (dp - delta), tau * tau, "dV is right; dQ and dK carry the scale twice: S = scale·QKᵀ "
+              "gives one factor of scale"))
+    for key, ds, sc, why in cands:
+        if _rel(grads[0], sc * ds @ k.astype(np.float64)) < 1e-4 and \
+                _rel(grads[1], sc * ds.T @ q.astype(np.float64)) < 1e-4:
+            return key, why
+    if _rel(grads[0], want[0]) < 1e-4 and "dK" in bad:
+        return "dk_wrong", "dV and dQ are right, dK is not: a key's gradient sums dS over the queries (dSᵀ)"
+    return "wrong_gradients", f"{', '.join(bad)} wrong, dV right"
+
+
 def check_backward_tile(fn, quiet: bool = False) -> Verdict:
     """Exercise 07.2: dQ, dK, dV of the Algorithm-4 loop against the model's float64 gradients."""
     table, worst = None, {}
@@ -160,30 +210,15 @@ def check_backward_tile(fn, quiet: bool = False) -> Verdict:
             return error_verdict(BACKWARD_TILE, err, where, quiet=quiet)
         sim = traffic("flash2", n, d, block_r=br, block_c=bc, dtype="fp32", stats_dtype="fp32", backward=True,
                       sram_bytes=1 << 30).backward_part
-        table = io_rows(counters, sim)
+        table = loop_table(counters, sim, label="the checker's Algorithm-4 loop",
+                           want_label="flashsim.traffic backward")
         want = reference_attention_grads(q, k, v, do)
         worst = {g: _rel(got, ref) for g, got, ref in zip(("dQ", "dK", "dV"), grads, want)}
         bad = [g for g, e in worst.items() if not e < 1e-4]
         if not bad:
             continue
         errs = ", ".join(f"{g} {e:.2g}" for g, e in worst.items())
-        tau = softmax_scale(d)
-        p, _ = _exact_p(q, k)
-        ds_no_delta = p * (do.astype(np.float64) @ v.T)
-        ratios = {g: float(np.median(got[np.abs(ref) > 1e-6] / ref[np.abs(ref) > 1e-6]))
-                  for g, got, ref in zip(("dQ", "dK"), grads[:2], want[:2])}
-        if any(not np.isfinite(x).all() for x in grads):
-            key, why = "non_finite", "a gradient holds NaN/inf"
-        elif "dV" in bad:
-            key, why = "dv_wrong", "dV is wrong, and dV depends on P and dO alone"
-        elif _rel(grads[0], tau * ds_no_delta @ k) < 1e-4 and _rel(grads[1], tau * ds_no_delta.T @ q) < 1e-4:
-            key, why = "missing_delta", ("dV is right; dQ and dK equal what dS = P ∘ dP gives: the softmax's "
-                                         "Jacobian also subtracts D = rowsum(dO ∘ O) from dP")
-        elif all(abs(r * tau - 1) < 1e-3 for r in ratios.values()) and all(g in bad for g in ("dQ", "dK")):
-            key, why = "missing_scale", (f"dV is right; dQ and dK are {ratios['dQ']:.4g}× the exact ones, = √d: "
-                                         "S = scale·QKᵀ, so its gradient carries the scale")
-        else:
-            key, why = "wrong_gradients", f"{', '.join(bad)} wrong, dV right" if "dV" not in bad else "wrong"
+        key, why = _gradient_diagnosis(grads, want, bad, q, k, v, do)
         return verdict(BACKWARD_TILE, False, f"relative errors {errs} at {where} (✘ gradients): {why}",
                        diagnosis=key, table=table, errors=worst, quiet=quiet)
     return verdict(BACKWARD_TILE, True, "dQ, dK, dV match the float64 gradients; the loop read Q, K, V, dO, L, D and "

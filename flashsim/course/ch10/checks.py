@@ -25,7 +25,8 @@ BLOCKED_NUMPY = exercise(
     ("Which array would hold all N×N scores, and which smaller pieces can replace it?",
      "Loop over Q blocks outside and K/V blocks inside, keeping a running max, sum and accumulator per Q block "
      "(chapter 05's update).",
-     "per tile: m' = max(m, rowmax S); α = e^(m − m'); l = α·l + rowsum e^(S − m'); acc = α·acc + e^(S − m') V"),
+     "Keep, per Q block, a running max, a running sum and an unnormalised accumulator; after each K/V block "
+     "bring the old sum and accumulator to the new max, and divide once at the end."),
     "check_blocked_attention_numpy")
 
 STEP_WORKING_SET = exercise(
@@ -35,8 +36,41 @@ STEP_WORKING_SET = exercise(
     ("Which blocks and tiles does one step of the kernel read or write?",
      "Count the Q block and its accumulator, the K and V blocks and the score tile, in float32; flashsim.cpu pads "
      "d to a whole vector of 16 floats.",
-     "4·(2·Br·d' + 2·Bc·d' + Br·Bc) with d' = d rounded up to a multiple of 16"),
+     "List the blocks one step touches (the Q block and its accumulator, the K and V blocks, the score tile) "
+     "with d rounded up to a multiple of 16, at 4 bytes a float."),
     "check_step_working_set")
+
+
+def _pad16(d: int) -> int:
+    return -(-d // 16) * 16
+
+
+#: working sets learners count for 10.2 (in float32 unless said), and what each misses or adds
+_WORKING_SET_SUSPECTS = (
+    ("s_tile_missing", lambda r, c, d: 4 * (2 * r * _pad16(d) + 2 * c * _pad16(d)),
+     "your working set leaves out the Br × Bc score tile: it is on chip too, in float32"),
+    ("accumulator_missing", lambda r, c, d: 4 * (r * _pad16(d) + 2 * c * _pad16(d) + r * c),
+     "your working set leaves out the output accumulator (Br × d'): the Q block and its accumulator are both touched"),
+    ("d_not_padded", lambda r, c, d: 4 * (2 * r * d + 2 * c * d + r * c),
+     "you count d, not d padded to a multiple of 16: flashsim.cpu stores each row in whole vectors of 16 floats"),
+    ("float64_assumed", lambda r, c, d: 8 * (2 * r * _pad16(d) + 2 * c * _pad16(d) + r * c),
+     "your working set is in float64 (8 bytes): the kernel works in float32"),
+    ("v_block_missing", lambda r, c, d: 4 * (2 * r * _pad16(d) + c * _pad16(d) + r * c),
+     "your working set has one K/V block: a step touches both K_j and V_j"),
+)
+
+
+def _working_set_suspect(fn) -> tuple[str, str] | None:
+    """(key, why) of a known working-set formula the learner's equals on a grid of blocks, else None."""
+    grid = [(r, c, d) for r in (16, 64, 96) for c in (64, 256) for d in (32, 72, 128)]
+    try:
+        got = [int(call_learner(fn, r, c, d)) for r, c, d in grid]
+    except (LearnerError, TypeError, ValueError):
+        return None
+    for key, formula, why in _WORKING_SET_SUSPECTS:
+        if got == [formula(r, c, d) for r, c, d in grid]:
+            return key, why
+    return None
 
 
 def check_step_working_set(fn, quiet: bool = False) -> Verdict:
@@ -64,7 +98,10 @@ def check_step_working_set(fn, quiet: bool = False) -> Verdict:
                        f"kernel picks (e.g. {r[2]} x {r[3]} on {r[0]} KiB at d={r[1]}: {r[4]:,} B of a {r[5]:,} B "
                        "budget)", table=table, quiet=quiet)
     kib, d, br, bc, at, above, budget, fits = bad[0]
-    if all(b[1] % 16 for b in bad):
+    exact = _working_set_suspect(fn)
+    if exact is not None:
+        key, why = exact
+    elif all(b[1] % 16 for b in bad):
         key, why = "d_not_padded", "only head dims that are not a multiple of 16 go wrong: how does flashsim.cpu store d?"
     elif all(not b[7] for b in bad):
         key, why = "too_large", (f"at the chosen {br} x {bc} your working set is {at:,} B, more than half the cache "
@@ -82,6 +119,19 @@ def check_blocked_attention_numpy(fn, n: int = 2048, d: int = 64, block: int = 6
     """Exercise 10.1: the error against float64 attention (at most 1e-4) and the peak memory while it runs
     (tracemalloc), which must stay under 3 × the output's size."""
     rng = np.random.default_rng(10)
+    rn, rd = 200, 16                        # a ragged N first (200 = 3 blocks of 64 and 8 rows): output only
+    rq, rk, rv = (rng.standard_normal((rn, rd)).astype(np.float32) for _ in range(3))
+    try:
+        rout = np.asarray(call_learner(fn, rq, rk, rv, block))
+    except LearnerError as err:
+        return error_verdict(BLOCKED_NUMPY, err, f"N={rn}, d={rd}, block={block}", quiet=quiet)
+    if rout.shape != (rn, rd):
+        return verdict(BLOCKED_NUMPY, False, f"returned shape {rout.shape} at N={rn}, expected {(rn, rd)}: N need "
+                       "not be a multiple of the block", diagnosis="wrong_shape", quiet=quiet)
+    key, why, ev = diagnose_attention(rout, rq, rk, rv, causal=False, tol=1e-4, block_n=block, block_m=block)
+    if key != "passed":
+        return verdict(BLOCKED_NUMPY, False, f"{why} (N={rn}, d={rd}, block={block})", diagnosis=key, quiet=quiet,
+                       **ev)
     q, k, v = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(3))
     k = k + np.linspace(0, 2, n, dtype=np.float32)[:, None]          # later keys score higher: the max keeps growing
     try:

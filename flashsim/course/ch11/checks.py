@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from flashsim.course.kit.checker import (LearnerError, Suspect, Verdict, call_learner, check_cases,
-                                         diagnose_attention, error_verdict, exercise, io_rows, verdict)
+                                         diagnose_attention, error_verdict, exercise, loop_table, verdict)
 from flashsim.model.attention.reference import plain_attention, reference_attention
 from flashsim.model.dtypes import round_to
 from flashsim.model.simulator import simulate, traffic
@@ -24,7 +24,8 @@ FAIR_REFERENCE = exercise(
     "q, k, v are given as the kernel stored them (rounded to fp16, as float32 arrays).",
     ("What exactly did the kernel compute, and in what precision should the yardstick be?",
      "Same formula as the kernel (the scale, the mask), computed in float64 on the inputs the kernel saw.",
-     "float64 softmax(q kᵀ / √d, causal: key c visible to query r iff c ≤ r) v"),
+     "Cast q, k, v to float64, set the scores above the diagonal to −inf before the softmax, and keep the "
+     "kernel's 1/√d."),
     "check_fair_reference")
 
 FLASH_FLOPS = exercise(
@@ -33,7 +34,8 @@ FLASH_FLOPS = exercise(
     ("Which two matmuls does each tile do, and which tiles does a causal loop leave out?",
      "Count per computed tile; a causal loop skips only tiles entirely above the diagonal and computes the others "
      "in full; blocks at a ragged end are smaller.",
-     "Σ over computed tiles of 4·r·c·d (2 FLOPs per multiply-add, for S = QKᵀ and for PV)"),
+     "Walk the tiles the flash loop computes (causal: skip a tile only when it lies entirely above the "
+     "diagonal) and add the FLOPs of both matmuls of each tile at its real size."),
     "check_flash_flops")
 
 MERGE_PARTIALS = exercise(
@@ -44,7 +46,8 @@ MERGE_PARTIALS = exercise(
     ("Each part was normalised by its own sum relative to its own max. What must both be brought to?",
      "Give each part a weight from its l and the gap between its max and the merged max; the merged output is the "
      "weighted mean.",
-     "m = max(m_a, m_b); w_x = l_x·e^(m_x − m); l = w_a + w_b; o = (w_a·o_a + w_b·o_b) / l"),
+     "Weigh each part by its whole softmax mass, brought to the larger max; the merged l is the sum of the "
+     "weights and o their weighted mean (an empty part weighs 0)."),
     "check_merge_partials")
 
 
@@ -76,11 +79,23 @@ def check_fair_reference(fn, quiet: bool = False) -> Verdict:
             return verdict(FAIR_REFERENCE, False, f"max |flash − yours| = {err:.3g} > {allowed:.2g} at N={n}, d={d}: "
                            f"{why}", diagnosis=key, max_error=err, quiet=quiet)
     return verdict(FAIR_REFERENCE, True, f"flash and your reference differ by rounding only (max {worst:.2e}); the "
-                   "read/write table is the flash run's", table=io_rows(sim.counters), max_error=worst, quiet=quiet)
+                   "table is the bytes of the simulated flash run you were compared with (your reference moves none)",
+                   table=loop_table(sim.counters, label="the simulated flash2 run"), max_error=worst, quiet=quiet)
 
 
 def _flops_ref(n, d, br, bc, causal):
     return traffic("flash2", n, d, block_r=br, block_c=bc, causal=causal, sram_bytes=4 << 20).flops
+
+
+def _tile_flops(n, d, br, bc, causal, ragged=True) -> int:
+    """4·r·c·d over the tiles a (causal) loop computes, r × c the tile's size (Br × Bc when ragged is False)."""
+    total = 0
+    for i0 in range(0, n, br):
+        for j0 in range(0, n, bc):
+            if causal and j0 > min(i0 + br, n) - 1:
+                continue
+            total += 4 * (min(br, n - i0) if ragged else br) * (min(bc, n - j0) if ragged else bc) * d
+    return total
 
 
 def check_flash_flops(fn, quiet: bool = False) -> Verdict:
@@ -91,7 +106,15 @@ def check_flash_flops(fn, quiet: bool = False) -> Verdict:
                         "your causal counts equal the non-causal ones: a causal loop skips the tiles above the "
                         "diagonal"),
                 Suspect("causal_exact_half", lambda n, d, br, bc, c: _flops_ref(n, d, br, bc, False) // (2 if c else 1),
-                        "your causal count is exactly half: the tiles the diagonal crosses are computed in full"))
+                        "your causal count is exactly half: the tiles the diagonal crosses are computed in full"),
+                Suspect("one_matmul_per_tile", lambda n, d, br, bc, c: _flops_ref(n, d, br, bc, c) // 2,
+                        "your count is half: each tile does two matmuls, S = Q Kᵀ and P V, 2 FLOPs per "
+                        "multiply-add each"),
+                Suspect("ragged_tiles_full", lambda n, d, br, bc, c: _tile_flops(n, d, br, bc, c, ragged=False),
+                        "your count gives every tile the full Br × Bc: the tiles at the ragged end are smaller"),
+                Suspect("visible_elements_only", lambda n, d, br, bc, c: 4 * d * (n * (n + 1) // 2 if c else n * n),
+                        "your causal count covers only the visible scores: a tile the diagonal crosses is computed "
+                        "in full, then masked"))
     return check_cases(FLASH_FLOPS, fn, cases, _flops_ref, header=("N, d, Br, Bc, causal", "simulator's FLOPs",
                                                                    "your FLOPs"),
                        suspects=suspects, quiet=quiet)
@@ -155,6 +178,10 @@ def check_merge_partials(fn, quiet: bool = False) -> Verdict:
             elif np.allclose(o_got, plain_w, atol=1e-9):
                 key, why = "missing_rescale", ("your merge weighs each part by its l alone: each l is relative to its "
                                                "own max, and the maxima differ")
+            elif np.allclose(o_got, (np.exp(a[0] - m)[:, None] * a[2] + np.exp(b[0] - m)[:, None] * b[2])
+                             / (np.exp(a[0] - m) + np.exp(b[0] - m))[:, None], atol=1e-9):
+                key, why = "l_ignored", ("your merge weighs each part by e^(m_x − m) alone: a part's weight is its "
+                                         "whole softmax mass, l_x·e^(m_x − m)")
             elif np.allclose(o_got, unnormalised, atol=1e-9):
                 key, why = "missing_normalisation", ("your merged o is the weighted sum, not divided by the merged l: "
                                                      "each row is the right row times a factor")

@@ -64,7 +64,8 @@ FLASH_KERNEL = exercise(
      "not exist?",
      "Load K and V with a mask (key rows < N, head columns < D); S = tl.dot(q, tl.trans(k)) · qk_scale is in log2 "
      "units, so use tl.math.exp2; mask keys past N (and, if CAUSAL, keys after the query) to -inf.",
-     "m' = max(m, rowmax s); α = exp2(m − m'); p = exp2(s − m'); l = α·l + rowsum p; acc = α·acc + p v; return m'"),
+     "Load K and V with masks, compute s = q·kᵀ·qk_scale with the masked scores at −inf, then chapter 05's "
+     "update with exp2 in place of exp."),
     "check_flash_kernel")
 
 KV_BYTES = exercise(
@@ -74,7 +75,8 @@ KV_BYTES = exercise(
     ("How many programs run, and how far along the keys does each one go?",
      "One program per BLOCK_M rows; each loops over whole BLOCK_N tiles up to N (or, causal, up to the end of its "
      "own rows); a masked load counts only the rows below N.",
-     "Σ over programs i of Σ over its tiles of min(BLOCK_N, N − start) rows × d × b, for K and for V"),
+     "Loop over the programs and, inside, over the K/V tiles each one visits (causal: up to the end of its "
+     "own rows); a tile counts min(BLOCK_N, N − start) rows, for K and for V."),
     "check_kernel_kv_bytes")
 
 #: (n, d, heads, causal, block_m, block_n, score amplitude) cases the output and IO checks run
@@ -133,6 +135,13 @@ def _learner_source(inner) -> tuple[str, str, int]:
         return "".join(lines), inspect.getsourcefile(fn) or "<your cell>", first
     except (OSError, TypeError):
         return getattr(inner, "src", ""), "<your cell>", 0
+
+
+def _is_stub(inner) -> bool:
+    """Whether the learner's body still raises NotImplementedError (the stub): a jit function cannot raise on a
+    GPU, so the stub is recognised from its source, before anything is compiled or run."""
+    src, _, _ = _learner_source(inner)
+    return bool(re.search(r"\braise\s+NotImplementedError\b", "\n".join(ln.split("#")[0] for ln in src.splitlines())))
 
 
 def _source_loads(inner) -> int:
@@ -286,6 +295,10 @@ def check_flash_kernel(inner, *, check_speed: bool | None = None, max_slowdown: 
     dtype: "fp32" in the interpreter (tolerance 2e-4), "fp16" on a GPU (tolerance 2e-2) by default.
     Without torch and triton: one line says so, and :func:`recorded_grading` shows what the checker said on a GPU.
     """
+    if _is_stub(inner):
+        return verdict(FLASH_KERNEL, False, "not attempted yet: replace the stub's raise NotImplementedError with "
+                       "your loop body (exercises.hint('12.1') opens a hint)", diagnosis="not_implemented",
+                       quiet=quiet)
     why = missing("kernels")
     if why:
         return recorded_grading(inner, why, quiet=quiet)
@@ -485,18 +498,40 @@ def _kv_bytes_ref(n, d, bm, bn, causal, es):
     return sum(L["loads"].get("K", 0) + L["loads"].get("V", 0) for L in per.values())
 
 
+def _kv_rows(n, bm, bn, causal, end, programs=None) -> int:
+    """Key rows all programs load when program i loops over whole BLOCK_N tiles up to min(end(i), N) (causal) or
+    N, each tile masked at N: a learner's hypothesis for 12.2's suspects."""
+    rows = 0
+    for i in range(-(-n // bm) if programs is None else programs):
+        stop = min(end(i), n) if causal else n
+        for start in range(0, stop, bn):
+            rows += min(bn, n - start)
+    return rows
+
+
 def check_kernel_kv_bytes(fn, quiet: bool = False) -> Verdict:
     """Exercise 12.2: against :func:`flashsim.model.kernel_io.kernel_io` (which the interpreter's counts equal) on
     divisible and ragged N, causal and not, BLOCK_M smaller, equal and larger than BLOCK_N."""
     cases = [(256, 64, 64, 64, False, 2), (200, 64, 64, 32, False, 2), (256, 64, 64, 64, True, 2),
              (200, 32, 32, 64, True, 4), (130, 16, 16, 32, True, 2), (4096, 128, 128, 64, True, 2)]
-    suspects = (Suspect("floor_not_ceil", lambda n, d, bm, bn, c, es: 2 * (n // bm) * n * d * es if not c else None,
+    suspects = (Suspect("floor_not_ceil", lambda n, d, bm, bn, c, es: _kv_rows(
+                    n, bm, bn, c, lambda i: (i + 1) * bm, programs=n // bm) * 2 * d * es,
                         "your count uses N // BLOCK_M programs: the ragged last row block is a program too"),
                 Suspect("causal_ignored", lambda n, d, bm, bn, c, es: _kv_bytes_ref(n, d, bm, bn, False, es),
                         "your causal counts equal the non-causal ones: a causal program stops at its own last row"),
                 Suspect("mask_ignored", lambda n, d, bm, bn, c, es: 2 * sum(
                     -(-(min((i + 1) * bm, n) if c else n) // bn) * bn for i in range(-(-n // bm))) * d * es,
-                        "your count loads whole BLOCK_N tiles: the mask at N leaves out the rows past the end"))
+                        "your count loads whole BLOCK_N tiles: the mask at N leaves out the rows past the end"),
+                Suspect("square_blocks", lambda n, d, bm, bn, c, es: _kv_rows(n, bm, bn, c, lambda i: (i + 1) * bn)
+                        * 2 * d * es,
+                        "your causal program i visits i + 1 tiles, as if BLOCK_M = BLOCK_N: it visits key tiles up "
+                        "to the end of its own rows, (i+1)·BLOCK_M"),
+                Suspect("causal_stops_at_first_row", lambda n, d, bm, bn, c, es: _kv_rows(
+                    n, bm, bn, c, lambda i: i * bm + 1) * 2 * d * es,
+                        "your causal program stops at its first row: the keys up to its *last* row, (i+1)·BLOCK_M − "
+                        "1, are visible to some row of the block"),
+                Suspect("k_only", lambda n, d, bm, bn, c, es: _kv_bytes_ref(n, d, bm, bn, c, es) // 2,
+                        "your bytes are K's alone: every tile loads V too"))
     return check_cases(KV_BYTES, fn, cases, _kv_bytes_ref, header=("N, d, BLOCK_M, BLOCK_N, causal, b",
                                                                    "kernel view B", "your B"),
                        suspects=suspects, quiet=quiet)

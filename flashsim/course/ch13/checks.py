@@ -24,7 +24,8 @@ COMBINE = exercise(
     ("How much of a row's softmax mass does chunk s hold, in terms of its logsumexp?",
      "Weight each chunk's output by its share of the total mass; compute the shares without ever forming e^L "
      "(chapter 04's trick).",
-     "L = M + log Σ_s e^(L_s − M) with M = max_s L_s; o = Σ_s e^(L_s − L)·o_s"),
+     "Subtract the largest L_s before exponentiating; normalise the weights e^(L_s − M) to sum to 1; the "
+     "merged L is M plus the log of their sum."),
     "check_combine")
 
 RING_BYTES = exercise(
@@ -34,7 +35,8 @@ RING_BYTES = exercise(
     ("How many times must each K/V block move so that every device has seen it?",
      "Each step sends one block of K and one of V (all heads); under a causal mask, which blocks does nobody "
      "downstream need?",
-     "non-causal: (P−1)·2·H·(N/P)·d·b per device; causal: (r+1)·2·H·(N/P)·d·b for r < P−1, 0 for the last"),
+     "Each step sends one K and one V block of N/world rows for every head; non-causal, a device sends world "
+     "− 1 of them; causal, count which blocks the devices downstream still need."),
     "check_ring_link_bytes")
 
 OVERLAP = exercise(
@@ -43,7 +45,8 @@ OVERLAP = exercise(
     "as long as sending its K and V over the link.",
     ("Write the compute time and the transfer time of one step, both as functions of n. How do they grow?",
      "A step computes 4·n²·d FLOPs on a block and sends its K and V, 2·n·d·b bytes.",
-     "4·n²·d / F = 2·n·d·b / W  ⇔  n = b·F / (2·W)"),
+     "Set a step's compute time 4·n²·d / F equal to its transfer time 2·n·d·b / W and solve for n (d "
+     "cancels)."),
     "check_overlap_block")
 
 
@@ -70,12 +73,22 @@ def check_combine(fn, quiet: bool = False) -> Verdict:
         rows.append([label, f"{float(lse_parts.max()):.4g}", f"{err_o:.2e}", f"{err_l:.2e}", "✔" if good else "✘"])
         if not good and first_bad is None:
             mean_o = o_parts.mean(axis=0)
+            m = lse_parts.max(axis=0)
+            w = np.exp(lse_parts - m)                                             # (S, nq)
+            unnormalised = (w[:, :, None] * o_parts).sum(axis=0)
+            linear = (lse_parts[:, :, None] * o_parts).sum(axis=0) / lse_parts.sum(axis=0)[:, None]
             if not (np.isfinite(got_o).all() and np.isfinite(got_lse).all()):
-                key, why = "non_finite", (f"NaN/inf with logsumexps up to {float(lse_parts.max()):.0f}: e^L overflows "
-                                          "there. What can be subtracted from every L_s first?")
+                key, why = "overflow", (f"NaN/inf with logsumexps up to {float(lse_parts.max()):.0f}: e^L overflows "
+                                        "there. What can be subtracted from every L_s first?")
             elif got_o.shape == mean_o.shape and np.allclose(got_o, mean_o, atol=1e-9):
                 key, why = "equal_weights", ("your o is the plain mean of the chunks' outputs: chunks hold different "
                                              "shares of the softmax mass")
+            elif got_o.shape == unnormalised.shape and np.allclose(got_o, unnormalised, atol=1e-9):
+                key, why = "missing_normalisation", ("your o is Σ e^(L_s − M)·o_s, not divided by Σ e^(L_s − M): "
+                                                     "the weights must sum to 1")
+            elif got_o.shape == linear.shape and np.allclose(got_o, linear, atol=1e-9):
+                key, why = "linear_weights", ("your weights are proportional to L_s itself: L_s is a logarithm, so "
+                                              "chunk s holds a share proportional to e^(L_s)")
             elif err_o < 1e-9:
                 key, why = "lse_wrong", "o is right but the logsumexp is not: it covers the whole row, all chunks"
             else:
@@ -107,7 +120,11 @@ def check_ring_link_bytes(fn, quiet: bool = False) -> Verdict:
                         [p * msg(n, d, p, h, b)] * p,
                         "each device sends P messages: after P − 1 steps every device has seen every block"),
                 Suspect("one_head", lambda n, d, p, h, b, c: _ring_ref(n, d, p, 1, b, c),
-                        "your bytes are one head's: the K and V blocks of all heads travel"))
+                        "your bytes are one head's: the K and V blocks of all heads travel"),
+                Suspect("whole_sequence_blocks", lambda n, d, p, h, b, c: [x * p for x in _ring_ref(n, d, p, h, b, c)],
+                        "each of your messages is N rows long: a device holds and sends N/world rows"),
+                Suspect("k_only", lambda n, d, p, h, b, c: [x // 2 for x in _ring_ref(n, d, p, h, b, c)],
+                        "your messages carry K alone: every step sends the K block and the V block"))
     return check_cases(RING_BYTES, lambda *a: [int(x) for x in fn(*a)], cases, _ring_ref,
                        header=("N, d, P, H, b, causal", "simulator", "yours"), suspects=suspects, quiet=quiet)
 
@@ -124,7 +141,15 @@ def check_overlap_block(fn, quiet: bool = False) -> Verdict:
     suspects = (Suspect("f_over_w", lambda f, w, b: f / w, "your n is F/W, the rule of thumb for 2-byte elements: "
                         "the element size changes the bytes of a block"),
                 Suspect("inverted", lambda f, w, b: 2 * w / (b * f), "your n is the inverse: more FLOP/s means a "
-                        "larger block is needed to hide the same link"))
+                        "larger block is needed to hide the same link"),
+                Suspect("one_matmul_or_one_tensor", lambda f, w, b: b * f / w,
+                        "your n is twice the crossing: either your compute counts one matmul (2·n²·d) or your "
+                        "transfer one tensor (n·d·b); a step does both matmuls and sends K and V"),
+                Suspect("v_forgotten", lambda f, w, b: b * f / (4 * w),
+                        "your n is half the crossing: your compute counts both matmuls (4·n²·d) but your transfer "
+                        "only K (n·d·b); V travels too"),
+                Suspect("elem_bytes_missing", lambda f, w, b: f / (2 * w),
+                        "your n ignores the element size: the transfer is 2·n·d·b bytes"))
     return check_cases(OVERLAP, fn, cases, _overlap_ref, rel=1e-6,
                        header=("F, W, b", "simulator's crossing n", "your n"),
                        describe=lambda f, w, b: f"F={f:.3g}, W={w:.3g}, b={b}", suspects=suspects, quiet=quiet)

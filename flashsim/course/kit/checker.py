@@ -3,7 +3,8 @@
 How an exercise works (chapter 00 explains it to the learner):
 
 1. the notebook states the exercise's *spec* (what the function must return, never how) and gives a stub;
-2. ``exercises.hint("05.2")`` opens the next hint: first a question, then a pointer, then the formula;
+2. ``exercises.hint("05.2")`` opens the next hint: first a question, then a pointer, then the step (never the
+   whole answer, and never a sentence the chapter already says);
 3. ``exercises.check_<name>(your_function)`` runs the function and prints a :class:`Verdict`: its first line is
    ✔ or ✘, the exercise and a *diagnosis* derived from evidence (which outputs differ, by how much, in what
    pattern, which tensors' bytes differ), then a table (bytes read and written where bytes matter);
@@ -12,9 +13,9 @@ How an exercise works (chapter 00 explains it to the learner):
 Every chapter's ``checks.py`` declares its exercises with :func:`exercise` and builds its verdicts with
 :func:`verdict` (or :func:`check_cases` for a table of cases, which calls it); a pass is recorded by
 :mod:`flashsim.course.kit.progress`. Checkers never raise on a wrong or unfinished answer: a stub's
-``NotImplementedError`` is "not implemented yet", any other exception from the learner's code is shown at the
-learner's own line (:func:`learner_error`). No verdict passes on a NaN or an infinity: a non-finite answer where
-the float64 reference is finite, or a non-finite error, is a fail with that diagnosis.
+``NotImplementedError`` is "not attempted yet" (no diagnosis), any other exception from the learner's code is
+shown at the learner's own line (:func:`learner_error`). No verdict passes on a NaN or an infinity: a non-finite
+answer where the float64 reference is finite, or a non-finite error, is a fail with that diagnosis.
 """
 from __future__ import annotations
 
@@ -37,14 +38,15 @@ from flashsim.model.table import Table
 
 __all__ = ["Exercise", "Verdict", "Suspect", "LearnerError", "exercise", "get_exercise", "exercises", "hint",
            "verdict", "check_cases", "call_learner", "learner_error", "io_rows", "io_table", "io_differs",
-           "OUT_OF_BOUNDS", "close", "first_line", "error_verdict", "diagnose_attention",
+           "OUT_OF_BOUNDS", "close", "Hint", "sram_overflow_verdict", "loop_table", "first_line", "error_verdict",
+           "diagnose_attention", "attention_where",
            "random_qkv", "fa2_on_memory", "reference_tile_kind", "reference_tile_mask"]
 
 #: the tensor name :func:`flashsim.measure.count_io` gives to bytes that fall outside every tensor argument
 OUT_OF_BOUNDS = "?"
 _OOB_LABEL = "out of bounds (no tensor)"
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # .../flashsim
-_HINT_KINDS = ("a question", "a pointer", "the formula")
+_HINT_KINDS = ("a question", "a pointer", "the step")
 
 
 # --- exercises and hints ----------------------------------------------------------------------------------------
@@ -71,7 +73,7 @@ _HINTS_OPENED: dict[str, int] = {}
 def exercise(id: str, title: str, spec: str, hints: Sequence[str], checker: str) -> Exercise:
     """Declare (register) an exercise; every chapter's ``checks.py`` does this once per exercise."""
     if len(hints) != 3:
-        raise FlashsimError(f"exercise {id}: give three graded hints (a question, a pointer, the formula)")
+        raise FlashsimError(f"exercise {id}: give three graded hints (a question, a pointer, the step)")
     ex = Exercise(id, title, " ".join(spec.split()), tuple(" ".join(h.split()) for h in hints), checker)
     _EXERCISES[id] = ex
     progress.register(id, ex.title)
@@ -94,10 +96,24 @@ def exercises() -> list[Exercise]:
     return [_EXERCISES[k] for k in sorted(_EXERCISES, key=lambda s: tuple(int(p) for p in s.split(".")))]
 
 
-def hint(id: str, level: int | None = None, quiet: bool = False) -> str:
-    """Open the next hint of exercise `id` (first a question, then a pointer, then the formula) and print it.
+class Hint(str):
+    """A hint's text: a ``str`` that Jupyter shows once. :func:`hint` prints it; left as a cell's last value it
+    is not shown again as ``Out[]`` (a quiet hint, never printed, shows there once)."""
 
-    level: 1, 2 or 3 to open that hint directly. Opening a hint never changes what the checker accepts.
+    _shown: bool = False
+
+    def _ipython_display_(self) -> None:
+        if not self._shown:
+            print(str(self))
+            self._shown = True
+
+
+def hint(id: str, level: int | None = None, quiet: bool = False) -> Hint:
+    """Open the next hint of exercise `id` (first a question, then a pointer, then the step, never the whole
+    answer) and print it once.
+
+    level: 1, 2 or 3 to open that hint directly. Opening a hint never changes what the checker accepts. The
+    returned :class:`Hint` is the printed text; Jupyter does not show it a second time.
     """
     ex = get_exercise(id)
     n = min(len(ex.hints), level if level is not None else _HINTS_OPENED.get(ex.id, 0) + 1)
@@ -105,9 +121,10 @@ def hint(id: str, level: int | None = None, quiet: bool = False) -> str:
     _HINTS_OPENED[ex.id] = max(n, _HINTS_OPENED.get(ex.id, 0))
     more = (f" (hint({ex.id!r}) again for {_HINT_KINDS[n]})" if n < len(ex.hints) else
             f" (the last hint; exercises.reveal({ex.id!r}) shows a worked solution)")
-    text = f"hint {n}/{len(ex.hints)} for {ex.id} {ex.title}, {_HINT_KINDS[n - 1]}: {ex.hints[n - 1]}{more}"
+    text = Hint(f"hint {n}/{len(ex.hints)} for {ex.id} {ex.title}, {_HINT_KINDS[n - 1]}: {ex.hints[n - 1]}{more}")
     if not quiet:
         print(text)
+        text._shown = True
     return text
 
 
@@ -191,7 +208,8 @@ class LearnerError(Exception):
 
     def describe(self) -> str:
         if self.not_implemented:
-            return "not implemented yet: fill in the stub (exercises.hint(...) opens a hint)"
+            return ("not attempted yet: replace the stub's raise NotImplementedError with your code "
+                    "(exercises.hint(...) opens a hint)")
         at = f" at {self.where}: `{self.line}`" if self.where else ""
         return f"your code raised {self.plain}{at}"
 
@@ -291,6 +309,21 @@ def close(a, b, rel: float = 0.0, abs_: float = 0.0) -> bool:
     return abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
 
 
+def _same(a, b, rel: float, abs_: float) -> bool:
+    """close(), except that NaN matches NaN: a suspect's formula reproduces a learner's NaN exactly."""
+    if isinstance(a, (tuple, list, np.ndarray)) or isinstance(b, (tuple, list, np.ndarray)):
+        try:
+            return len(a) == len(b) and all(_same(x, y, rel, abs_) for x, y in zip(a, b))
+        except TypeError:
+            return False
+    try:
+        if math.isnan(float(a)) and math.isnan(float(b)):
+            return True
+    except (TypeError, ValueError):
+        pass
+    return close(a, b, rel, abs_)
+
+
 def _finite(v) -> bool:
     if isinstance(v, (tuple, list)):
         return all(_finite(x) for x in v)
@@ -359,20 +392,29 @@ def check_cases(ex: Exercise, fn: Callable, cases: Sequence[tuple], expected: Ca
 
 
 def _diagnose_cases(bad, answers, cases, rel, abs_tol, suspects, ragged) -> tuple[str, str]:
+    if any(got is None for _, _, _, got in bad):
+        return "returned_none", "your function returned None: is a `return` missing?"
+    for s in suspects:     # first: a known mistake explains even a NaN it produces (e.g. e^(+inf)·0)
+        try:
+            with np.errstate(all="ignore"):
+                if all(_same(got, s.fn(*case), rel, abs_tol) for case, got in answers):
+                    return s.key, s.says
+        except Exception:  # noqa: BLE001 - a suspect that does not apply to a case simply does not match
+            continue
     if any(not _finite(got) for _, _, _, got in bad):
         return "non_finite", "an answer is NaN or infinite where the exact one is finite"
     if any(isinstance(got, str) != isinstance(want, str) or
            (isinstance(want, (tuple, list)) and not isinstance(got, (tuple, list, np.ndarray)))
            for _, _, want, got in bad):
         return "wrong_type", "an answer has the wrong type: the spec says what each case must return"
-    for s in suspects:
-        try:
-            if all(close(got, s.fn(*case), rel, abs_tol) for case, got in answers):
-                return s.key, s.says
-        except Exception:  # noqa: BLE001 - a suspect that does not apply to a case simply does not match
-            continue
+    values = [repr(_short(got)) for _, got in answers]
+    wants = {repr(_short(want)) for _, _, want, _ in bad}
+    if len(answers) >= 2 and len(set(values)) == 1 and len(wants) > 1:
+        return "constant_answer", (f"your function returns {values[0]} for every case: it does not depend on its "
+                                   "arguments yet")
     ratios = [_ratio(got, want) for _, _, want, got in bad]
-    if len(bad) >= 2 and all(r is not None for r in ratios) and max(ratios) - min(ratios) <= 1e-9 * abs(max(ratios)):
+    if len(bad) >= 2 and all(r is not None and r != 0 for r in ratios) and \
+            max(ratios) - min(ratios) <= 1e-9 * abs(max(ratios)):
         return "constant_factor", (f"every wrong answer is {ratios[0]:.6g}× the expected one: a constant factor "
                                    "is missing or extra")
     if ragged is not None:
@@ -412,6 +454,22 @@ def io_rows(got, want=None) -> list:
     return rows
 
 
+def sram_overflow_verdict(ex: Exercise, err: "LearnerError", mem: Memory, where: str, table=None,
+                          quiet: bool = False) -> Verdict:
+    """The verdict for a loop that outgrew the checker's SRAM (just the tiles one step needs): the tiles still on
+    chip are named, so a tile never freed shows as such (diagnosis "tile_not_freed")."""
+    held = sorted(getattr(mem, "_sram", {}))
+    return verdict(ex, False, f"SRAM overflow at {where}: the SRAM holds just the tiles one step needs, and "
+                   f"{', '.join(held) or 'nothing'} were still on chip ({err.original}). A tile never freed: "
+                   "mem.free(...) each tile once the loop is done with it", diagnosis="tile_not_freed",
+                   table=table, quiet=quiet, still_on_chip=held)
+
+
+def loop_table(counters, want=None, label: str = "the checker's loop", want_label: str = "expected") -> Table:
+    """A read/write table of bytes the *checker's* loop moved (not the learner's), labelled for what it shows."""
+    return io_table(io_rows(counters, want), got_label=label, want_label=want_label)
+
+
 def io_differs(rows: list) -> list[str]:
     """The tensors (not the total) whose bytes differ from the expected ones; "?" is bytes outside every tensor."""
     return [r[0] for r in rows[:-1] if r[3] is not None and (r[1], r[2]) != (r[3], r[4])]
@@ -419,7 +477,11 @@ def io_differs(rows: list) -> list[str]:
 
 def io_table(rows: list, got_label: str = "yours", want_label: str = "expected") -> Table:
     """The read/write table of :func:`io_rows` rows; ✘ marks each tensor whose bytes differ (the messages say
-    "✘ rows"), and bytes outside every tensor show as an out-of-bounds row."""
+    "✘ rows"), and bytes outside every tensor show as an out-of-bounds row. Label the columns "(yours)" only for
+    bytes the learner's own code moved; without expected bytes the table has no expected columns (never "—")."""
+    if rows and all(r[3] is None for r in rows):
+        return Table(["tensor", f"read B ({got_label})", f"written B ({got_label})"],
+                     [[_OOB_LABEL if r[0] == OUT_OF_BOUNDS else r[0], r[1], r[2]] for r in rows])
     out = []
     for name, r, w, wr, ww in rows:
         mark = "" if wr is None else ("✔" if (r, w) == (wr, ww) else "✘")
@@ -450,6 +512,10 @@ def _attention_where(q, k, v, tau: float, visible: np.ndarray) -> np.ndarray:
     s = np.where(visible, (q @ np.swapaxes(k, -1, -2)) * tau, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     return (p / p.sum(-1, keepdims=True)) @ v
+
+
+#: the public name of :func:`_attention_where` (chapter 08's sliding-window check compares with it)
+attention_where = _attention_where
 
 
 def diagnose_attention(out, q, k, v, *, causal: bool, tol: float, sm_scale: float | None = None,
@@ -506,6 +572,23 @@ def diagnose_attention(out, q, k, v, *, causal: bool, tol: float, sm_scale: floa
                                            "keys after the query (the masked region) contribute"), ev
     if not causal and _matches(out, reference_attention(q, k, v, True, sm_scale=tau), tol):
         return "causal_mask_applied", "O equals *causal* attention, but this case is not causal", ev
+    s_all = (q @ np.swapaxes(k, -1, -2)) * tau                    # (G, N, N)
+    if causal:
+        s_all = np.where(np.arange(n)[None, :] > np.arange(n)[:, None], -np.inf, s_all)
+    p_cols = np.exp(s_all - s_all.max(-2, keepdims=True))
+    p_cols = p_cols / p_cols.sum(-2, keepdims=True)
+    if _matches(out, p_cols @ v, tol):
+        return "softmax_wrong_axis", ("O equals attention whose softmax runs down the columns (over the queries): "
+                                      "each query's probabilities must sum to 1 over the keys, along the last axis"), ev
+    if causal:
+        s_raw = (q @ np.swapaxes(k, -1, -2)) * tau
+        full = np.exp(s_raw - s_raw.max(-1, keepdims=True))
+        full = full / full.sum(-1, keepdims=True)
+        after = np.where(np.arange(n)[None, :] > np.arange(n)[:, None], 0.0, full)
+        if _matches(out, after @ v, tol):
+            return "masked_after_softmax", ("O equals attention whose future keys were zeroed *after* the softmax: "
+                                            "the rows no longer sum to 1. Mask the scores (−inf) before the "
+                                            "softmax"), ev
     for key, eff, what in (("wrong_sm_scale", 1.0, "1 (the 1/√d is missing)"),
                            ("wrong_sm_scale", 1.0 / d, "1/d (1/√d applied twice)"),
                            ("wrong_sm_scale", LN2, "ln 2 (the scores were never multiplied by qk_scale)"),
@@ -522,6 +605,12 @@ def diagnose_attention(out, q, k, v, *, causal: bool, tol: float, sm_scale: floa
         if _matches(out, reference_attention(q, zk, zv, False, sm_scale=tau), tol):
             return "keys_past_n_unmasked", (f"O equals attention over N + {pad} keys, the last {pad} scoring 0: the "
                                             "key rows past N in the last tile were not masked out"), ev
+    if block_m is not None and n % block_m:
+        last = (n // block_m) * block_m
+        wrong_rows = err.max(-1) > tol                              # (G, N)
+        if wrong_rows[:, last:].any() and not wrong_rows[:, :last].any():
+            return "ragged_rows", (f"only rows {last}..{n - 1}, the last partial row block, are wrong: is that "
+                                   "block skipped or cut short?"), ev
     dot = (out * ref).sum(-1)
     rr = (ref * ref).sum(-1)
     with np.errstate(all="ignore"):
@@ -544,10 +633,6 @@ def diagnose_attention(out, q, k, v, *, causal: bool, tol: float, sm_scale: floa
                                        "the first key tile, and every row whose max sits in the first tile is right "
                                        "(the error grows along the key axis): what was summed under the old max "
                                        "must follow the new one"), ev
-    if block_m is not None and n % block_m:
-        last = (n // block_m) * block_m
-        if wrong[:, last:].any() and not wrong[:, :last].any():
-            return "ragged_rows", (f"only rows {last}..{n - 1}, the last partial row block, are wrong"), ev
     g, r = np.unravel_index(int(np.argmax(row_err)), row_err.shape)
     return "wrong_output", (f"max |O − exact| = {ev['max_error']:.3g}, largest at query row {int(r)}; "
                             f"{int(wrong.sum())} of {wrong.size} rows are wrong"), ev
@@ -588,7 +673,8 @@ def fa2_on_memory(q, k, v, block_r: int, block_c: int, *, update=None, causal: b
     tile_kind = tile_kind or reference_tile_kind
     tile_mask = tile_mask or reference_tile_mask
     n, d = q.shape
-    mem = Memory(sram_capacity_bytes=1 << 30, dtype="fp32", record_events=False)
+    # the SRAM holds exactly one step's tiles (Q_i, K_j, V_j in fp32), as the learner's own loops get in 03.1/05.2
+    mem = Memory(sram_capacity_bytes=(block_r + 2 * block_c) * d * 4, dtype="fp32", record_events=False)
     for name, x in (("Q", q), ("K", k), ("V", v)):
         mem.put(name, x)
     mem.empty("O", (n, d))

@@ -1,6 +1,4 @@
 """Wrong answers learners write for chapter 03, each with the diagnosis its checker must give."""
-import math
-
 from flashsim.model.dtypes import dtype_bytes
 
 
@@ -49,20 +47,60 @@ def tiled_qkt_typo(mem, n, d, block_r, block_c):
         return q @ kk.T  # noqa: F821
 
 
-def _floor_blocks(s, d, dt):
-    bc = s // dtype_bytes(dt) // (4 * d)
-    return min(bc, d), bc
-
-
 CATALOGUE = [
     ("03.1", tiled_qkt_reloads_q, "q_reloaded"),
     ("03.1", tiled_qkt_floor, "not_written"),
-    ("03.1", tiled_qkt_never_frees, "sram_overflow"),
+    ("03.1", tiled_qkt_never_frees, "tile_not_freed"),
     ("03.1", tiled_qkt_typo, "learner_error"),
-    ("03.2", _floor_blocks, "floor_not_ceil"),
-    ("03.2", lambda s, d, dt: (min(math.ceil(s / (4 * d)), d), math.ceil(s / (4 * d))), "bytes_not_elements"),
-    ("03.2", lambda s, d, dt: (math.ceil(s // dtype_bytes(dt) / (4 * d)),) * 2, "br_not_capped"),
+    ("03.2", lambda bc, d, dt: 4 * d * (bc - 1) + 1, "bytes_not_elements"),
+    ("03.2", lambda bc, d, dt: 4 * d * bc * dtype_bytes(dt), "not_smallest"),
+    ("03.2", lambda bc, d, dt: 4 * d * (bc - 1) * dtype_bytes(dt), "one_element_short"),
+    ("03.2", lambda bc, d, dt: (d * (bc - 1) + 1) * dtype_bytes(dt), "quarter_missing"),
+    ("03.2", lambda bc, d, dt: (4 * d * (bc - 1) + 1) * 4, "fp32_assumed"),
     ("03.3", lambda r, c, d, dt, s: (r * d + c * d) * dtype_bytes(dt) <= s, "s_tile_missing"),
     ("03.3", lambda r, c, d, dt, s: (r * d + c * d + r * c) * dtype_bytes(dt) <= s, "s_in_storage_dtype"),
     ("03.3", lambda r, c, d, dt, s: (r * d + c * d) * dtype_bytes(dt) + r * c * 4 < s, "strict"),
+]
+
+
+def _qkt(mem, n, d, block_r, block_c, *, transposed=False, k_outside=False, store_twice=False):
+    """The tiled loop with one learner's slip switched on; the outer operand's block stays on chip."""
+    outer, inner = (("K", block_c), ("Q", block_r)) if k_outside else (("Q", block_r), ("K", block_c))
+    for a, a0 in enumerate(range(0, n, outer[1])):
+        arows = slice(a0, min(a0 + outer[1], n))
+        x = mem.load(outer[0], rows=arows, tile=(a,))
+        for b, b0 in enumerate(range(0, n, inner[1])):
+            brows = slice(b0, min(b0 + inner[1], n))
+            y = mem.load(inner[0], rows=brows, tile=(b,))
+            (i, rows, q), (j, cols, k) = ((b, brows, y), (a, arows, x)) if k_outside else ((a, arows, x),
+                                                                                           (b, brows, y))
+            if transposed:   # K_j Q_iᵀ written at the mirrored place: S comes out transposed
+                mem.store("S", k @ q.T, rows=cols, cols=rows, tile=(j, i))
+            else:
+                if store_twice:
+                    mem.store("S", 0 * (q @ k.T), rows=rows, cols=cols, tile=(i, j))
+                mem.store("S", q @ k.T, rows=rows, cols=cols, tile=(i, j))
+            mem.free(f"{inner[0]}{(b,)}")
+        mem.free(f"{outer[0]}{(a,)}")
+
+
+def tiled_qkt_transposed(mem, n, d, block_r, block_c):
+    _qkt(mem, n, d, block_r, block_c, transposed=True)
+
+
+def tiled_qkt_k_outside(mem, n, d, block_r, block_c):
+    _qkt(mem, n, d, block_r, block_c, k_outside=True)
+
+
+def tiled_qkt_stores_twice(mem, n, d, block_r, block_c):
+    """Stores a zeroed S tile first, then the result."""
+    _qkt(mem, n, d, block_r, block_c, store_twice=True)
+
+
+CATALOGUE += [
+    ("03.1", tiled_qkt_transposed, "transposed"),
+    ("03.1", tiled_qkt_k_outside, "loop_order_swapped"),
+    ("03.1", tiled_qkt_stores_twice, "extra_stores_S"),
+    ("03.3", lambda r, c, d, dt, s: (2 * r * d + 2 * c * d) * dtype_bytes(dt) + r * c * 4 <= s, "fa1_tile_set"),
+    ("03.3", lambda r, c, d, dt, s: r * d + c * d + r * c <= s, "elements_not_bytes"),
 ]

@@ -241,10 +241,34 @@ CATALOGUE = [
     ("12.1", inner_diagonal_masked, "diagonal_masked"),
     ("12.1", inner_l_replaced, "missing_normalisation"),
     ("12.1", not_decorated, "not_jit"),
-    ("12.2", lambda n, d, bm, bn, c, es: _kv_rows(n, bm, bn, c) * d * es, "constant_factor"),   # K only
+    ("12.2", lambda n, d, bm, bn, c, es: _kv_rows(n, bm, bn, c) * d * es, "k_only"),
     ("12.2", lambda n, d, bm, bn, c, es: 2 * -(-n // bm) * n * d * es, "causal_ignored"),
     ("12.2", lambda n, d, bm, bn, c, es: 2 * sum(-(-(min((i + 1) * bm, n) if c else n) // bn) * bn
                                                   for i in range(-(-n // bm))) * d * es, "mask_ignored"),
+]
+
+
+
+def _kv_square(n, d, bm, bn, c, es):
+    """Issue 26 (Br ≠ Bc): causal program i visits i + 1 tiles, as if BLOCK_M = BLOCK_N."""
+    rows = 0
+    for i in range(-(-n // bm)):
+        stop = min((i + 1) * bn, n) if c else n
+        rows += sum(min(bn, n - s) for s in range(0, stop, bn))
+    return 2 * rows * d * es
+
+
+def _kv_first_row(n, d, bm, bn, c, es):
+    rows = 0
+    for i in range(-(-n // bm)):
+        stop = min(i * bm + 1, n) if c else n
+        rows += sum(min(bn, n - s) for s in range(0, stop, bn))
+    return 2 * rows * d * es
+
+
+CATALOGUE += [
+    ("12.2", _kv_square, "square_blocks"),
+    ("12.2", _kv_first_row, "causal_stops_at_first_row"),
 ]
 
 #: the kernels a GPU grading run uses (benchmarks/grade_final_h200.py): the solution plus two catalogued wrong ones
