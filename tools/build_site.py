@@ -3,8 +3,7 @@
 Every notebook in notebooks/ is executed at small size (FLASHSIM_SIZE=small) by MyST-NB and rendered with its
 figures by Sphinx (configuration: site/conf.py). A cell that raises fails the build. The dashboards are rendered
 for a page with no kernel (FLASHSIM_STATIC_DASHBOARDS=1: flashsim.course.kit.static_page): each one's figure and
-readout at every sampled value of its main control, switched by a native slider in the page. Progress bars are
-off (TQDM_DISABLE=1): a static page cannot move them.
+readout at every sampled value of its main control, switched by a native slider in the page.
 
 Executed notebooks are cached in _build/.jupyter_cache/<digest of flashsim's code>, keyed by their code cells, so
 a second build re-executes only the notebooks whose code changed, and a change to the package re-executes them
@@ -59,7 +58,7 @@ def build(outdir: Path, *, cache: Path | None = None) -> Path:
     outdir = Path(outdir).resolve()
     cache = Path(cache).resolve() if cache is not None else default_cache()
     env = dict(os.environ, FLASHSIM_SIZE="small", MPLBACKEND="module://matplotlib_inline.backend_inline",
-               FLASHSIM_STATIC_DASHBOARDS="1", TQDM_DISABLE="1", FLASHSIM_SITE_CACHE=str(cache))
+               FLASHSIM_STATIC_DASHBOARDS="1", FLASHSIM_SITE_CACHE=str(cache))
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(ROOT / "site"),
            "-d", str(outdir.parent / (outdir.name + ".doctrees")), str(ROOT), str(outdir)]
     subprocess.run(cmd, check=True, cwd=ROOT, env=env)

@@ -31,8 +31,8 @@ ipywidgets.Image re-encoded from the existing canvas. Widget-native plots (bqplo
 chapter's figures and still leave ``make figures`` and the static fallback needing matplotlib.
 
 On the website there is no kernel: when the site build asks for it (:mod:`flashsim.course.kit.static_page`),
-``show()`` renders the dashboard's main controls (:meth:`Dashboard.main_controls`: the first slider, or the
-class attribute ``static_controls``) at each of their values (:meth:`Dashboard.sampled_states`), by the same
+``show()`` renders the dashboard's main controls (:meth:`Dashboard.main_controls`: a stepper's Play control or
+the first slider, or the class attribute ``static_controls``) at each of their values (:meth:`Dashboard.sampled_states`), by the same
 ``apply`` → ``readout`` → figure path, and returns a page fragment whose native sliders switch between those
 frames. A chapter writes nothing for it.
 
@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 from flashsim.errors import FlashsimError
 from flashsim.course.kit import static_page
-from flashsim.course.kit.plotting import LivePlot, figure_to_png
+from flashsim.course.kit.plotting import LivePlot
 from flashsim.course.kit.render import LIVE_DPI, FigureView, has_ipywidgets, static_view
 
 __all__ = ["Control", "Dashboard", "Memo", "neighbours", "choice", "slider", "int_range", "float_range", "log_range",
@@ -232,9 +232,8 @@ _IN_BACKGROUND = threading.local()
 class Memo:
     """A pure function of hashable arguments, memoised, that can compute arguments ahead in a background thread.
 
-    For a dashboard whose state takes long to compute (an L2-aware traffic sweep), a
-    slider move would wait for it. ``prefetch(keys)`` computes the keys one step away while the learner looks at
-    the plot; the thread waits while any dashboard's controls move (for :data:`QUIET_S` after each move), so it
+    For a dashboard whose state takes long to compute (an L2-aware traffic sweep), a slider move would wait for
+    it. ``prefetch(keys)`` computes the keys one step away while the learner looks at the plot; the thread waits while any dashboard's controls move (for :data:`QUIET_S` after each move), so it
     never slows a frame down, and a memo called inside it (a sweep made of memoised rows) waits the same way. The
     function must be pure: the thread and the controls then agree whichever computes a key first.
 
@@ -384,8 +383,8 @@ class Dashboard:
     #: CSS classes of the readout and the figure widget (the browser tests find them by these)
     readout_class: str | None = None
     figure_class: str | None = None
-    #: the controls the website pre-renders (None: the first slider, else the first control); two where the
-    #: chapter's point needs both (their values' product is rendered)
+    #: the controls the website pre-renders (None: the first with Play, else the first slider, else the first
+    #: control); two where the chapter's point needs both (their values' product is rendered)
     static_controls: tuple | None = None
     #: at most about this many values of each pre-rendered control (evenly spread, the starting value among them)
     static_samples: int = 24
@@ -500,32 +499,34 @@ class Dashboard:
         return {name: w.value for name, w in self._views[-1].controls.items()} if self._views else {}
 
     def main_controls(self) -> tuple:
-        """The controls the website pre-renders: ``static_controls``, else the first slider, else the first
-        control."""
+        """The controls the website pre-renders: ``static_controls``, else the first control with a Play button
+        (a stepper's steps), else the first slider, else the first control."""
         specs = self.controls()
         if self.static_controls is not None:
             unknown = [n for n in self.static_controls if n not in specs]
             if unknown:
                 raise FlashsimError(f"static_controls names {unknown}: {type(self).__name__} has {list(specs)}")
             return tuple(self.static_controls)
+        played = [n for n, c in specs.items() if c.play_ms is not None]
         ranged = [n for n, c in specs.items() if c.ranged]
-        return tuple((ranged or list(specs))[:1])
+        return tuple((played or ranged or list(specs))[:1])
 
     def sampled_states(self, dpi: int = LIVE_DPI) -> dict:
         """The dashboard at each sampled value of its main controls, drawn by the path the controls take
         (``apply`` → ``readout`` → figure changed in place); the state is the starting one again afterwards.
 
         Returns {"controls": [(name, Control, values)], "start": index tuple of the starting state,
-        "frames": [(index tuple, readout HTML, PNG bytes or None where ``apply`` refused the value)]}, the
-        frames in the order of the values (the first control slowest)."""
+        "frames": [(index tuple, readout HTML, PNG bytes (256 colours) or None where ``apply`` refused the
+        value)]}, the frames in the order of the values (the first control slowest)."""
         specs, state = self.controls(), self.control_state()
         axes = [(n, specs[n], specs[n].samples(state[n], self.static_samples)) for n in self.main_controls()]
         start = tuple(values.index(state[n]) for n, _, values in axes)
         saved = dict(self.__dict__)
-        plot = None
+        plot = renderer = None
         if self.plot is not None:
             plot = self.plot(**self.plot_args())
             plot.set_dpi(dpi)
+            renderer = static_page.FrameRenderer(plot)
         frames = []
         try:
             for index in itertools.product(*(range(len(values)) for _, _, values in axes)):
@@ -534,10 +535,7 @@ class Dashboard:
                 except FlashsimError as exc:
                     frames.append((index, f"<b>{type(exc).__name__}</b>: {exc}", None))
                     continue
-                png = None
-                if plot is not None:
-                    plot.set(**self.plot_args())
-                    png = figure_to_png(plot.fig, dpi=dpi)
+                png = renderer.frame(plot.set(**self.plot_args())) if plot is not None else None
                 frames.append((index, self.readout(), png))
         finally:
             self.apply(**{n: state[n] for n, _, _ in axes})

@@ -23,7 +23,7 @@ import io
 import json
 import os
 
-__all__ = ["ENV_VAR", "wanted", "StaticDashboard", "palette_png", "SCRIPT"]
+__all__ = ["ENV_VAR", "wanted", "StaticDashboard", "FrameRenderer", "palette_png", "SCRIPT"]
 
 #: set to 1 by the website's build: ``show()`` returns the pre-rendered page fragment
 ENV_VAR = "FLASHSIM_STATIC_DASHBOARDS"
@@ -65,19 +65,45 @@ def wanted() -> bool:
     return os.environ.get(ENV_VAR, "") == "1"
 
 
-def palette_png(png: bytes) -> bytes:
-    """`png` reduced to a 256-colour palette (about a third of the bytes for a matplotlib figure)."""
+def palette_png(pixels) -> bytes:
+    """PNG bytes of an (H, W, 4) RGBA array, reduced to a 256-colour palette (about a third of the bytes of a
+    full-colour PNG of a matplotlib figure)."""
+    import numpy as np
     from PIL import Image
-    with Image.open(io.BytesIO(png)) as im:
-        out = io.BytesIO()
-        im.convert("RGB").quantize(colors=256, dither=Image.Dither.NONE).save(out, format="PNG", optimize=True)
+    out = io.BytesIO()
+    image = Image.fromarray(np.ascontiguousarray(pixels, np.uint8), "RGBA").convert("RGB")
+    image.quantize(colors=256, dither=Image.Dither.NONE).save(out, format="PNG", optimize=True)
     return out.getvalue()
+
+
+class FrameRenderer:
+    """A LivePlot's frames as PNG bytes, drawn the way the live figure is drawn (render.FigureView): a full
+    render keeps the background, and a "blit" (:meth:`LivePlot.set`'s answer) draws only the animated artists over
+    it, so a frame costs what a slider move costs in JupyterLab."""
+
+    def __init__(self, plot):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        self.plot = plot
+        self.canvas = FigureCanvasAgg(plot.fig)
+        self._background = None
+
+    def frame(self, how: str = "redraw") -> bytes:
+        import numpy as np
+        canvas, fig = self.canvas, self.plot.fig
+        if how == "blit" and self._background is not None:
+            canvas.restore_region(self._background)
+        else:
+            canvas.draw()                          # leaves the animated artists out
+            self._background = canvas.copy_from_bbox(fig.bbox)
+        for artist in self.plot.animated:
+            fig.draw_artist(artist)
+        return palette_png(np.asarray(canvas.buffer_rgba()))
 
 
 class StaticDashboard:
     """What ``show()`` returns in the website's build: the dashboard's sampled states as one HTML fragment
     (``_repr_html_``). ``frames`` is :meth:`~flashsim.course.kit.dashboard.Dashboard.sampled_states`' answer;
-    ``image_bytes`` the PNG bytes kept (after palette reduction and removing repeats)."""
+    ``image_bytes`` the PNG bytes kept (repeated frames once)."""
 
     def __init__(self, dash):
         self.name = type(dash).__name__
@@ -95,7 +121,6 @@ class StaticDashboard:
         for index, readout, png in frames:
             image = None
             if png is not None:
-                png = palette_png(png)
                 digest = hashlib.sha1(png).hexdigest()
                 if digest not in image_ids:
                     image_ids[digest] = len(images)
