@@ -140,7 +140,8 @@ def test_every_dashboard_is_on_its_page_with_working_controls(site):
         fragments = re.findall(r'<div class="flashsim-static" data-dashboard="(\w+)">(.*?)</script></div>', page,
                                re.S)
         shown = shown_dashboards(notebook)
-        assert len(fragments) == len(shown), f"{notebook.stem}: {len(shown)} dashboards shown, {len(fragments)} on the page"
+        assert len(fragments) == len(shown), \
+            f"{notebook.stem}: {len(shown)} dashboards shown, {len(fragments)} on the page"
         for name, body in fragments:
             data = json.loads(re.search(r'class="flashsim-static-data">(.*?)</script>', body, re.S).group(1))
             assert 'class="flashsim-static-figure' in body, f"{notebook.stem}: {name} has no figure"
@@ -227,7 +228,8 @@ def test_chapter_pages_in_a_browser_with_the_network_off(served, tmp_path):
         print(f"site test: warnings shown on the {CHAPTER} page: {state['stderr']}")
     for (chapter, name), (before, after) in moved.items():
         assert before and before["image"], f"{chapter}: {name}'s image is not on the page"
-        assert after["value"] != before["value"] and after["shown"] != before["shown"], f"{chapter}: the slider did not move"
+        assert after["value"] != before["value"] and after["shown"] != before["shown"], \
+            f"{chapter}: the slider did not move"
         assert _image_id(after["image"]) != _image_id(before["image"]), f"{chapter}: {name}'s image did not change"
         assert after["readout"] != before["readout"], f"{chapter}: {name}'s readout did not change"
     start, later = played

@@ -32,9 +32,9 @@ chapter's figures and still leave ``make figures`` and the static fallback needi
 
 On the website there is no kernel: when the site build asks for it (:mod:`flashsim.course.kit.static_page`),
 ``show()`` renders the dashboard's main controls (:meth:`Dashboard.main_controls`: a stepper's Play control or
-the first slider, or the class attribute ``static_controls``) at each of their values (:meth:`Dashboard.sampled_states`), by the same
-``apply`` → ``readout`` → figure path, and returns a page fragment whose native sliders switch between those
-frames. A chapter writes nothing for it.
+the first slider, or the class attribute ``static_controls``) at each of their values
+(:meth:`Dashboard.sampled_states`), by the same ``apply`` → ``readout`` → figure path, and returns a page fragment
+whose native sliders switch between those frames. A chapter writes nothing for it.
 
 Example::
 
@@ -233,8 +233,8 @@ class Memo:
     """A pure function of hashable arguments, memoised, that can compute arguments ahead in a background thread.
 
     For a dashboard whose state takes long to compute (an L2-aware traffic sweep), a slider move would wait for
-    it. ``prefetch(keys)`` computes the keys one step away while the learner looks at the plot; the thread waits while any dashboard's controls move (for :data:`QUIET_S` after each move), so it
-    never slows a frame down, and a memo called inside it (a sweep made of memoised rows) waits the same way. The
+    it. ``prefetch(keys)`` computes the keys one step away while the learner looks at the plot; the thread waits
+    while any dashboard's controls move (for :data:`QUIET_S` after each move), so it never slows a frame down, and a memo called inside it (a sweep made of memoised rows) waits the same way. The
     function must be pure: the thread and the controls then agree whichever computes a key first.
 
     The keys still to compute are one pending list that the newest ``prefetch`` replaces: after two quick moves the

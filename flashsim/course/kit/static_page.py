@@ -39,7 +39,9 @@ SCRIPT = """(function (root) {
     inputs.forEach(function (inp, k) { inp.nextElementSibling.textContent = data.labels[k][+inp.value]; });
     var frame = data.frames[inputs.map(function (inp) { return inp.value; }).join(',')];
     if (!frame) return;
-    if (img && frame[0] !== null) img.src = data.images[frame[0]] ? 'data:image/png;base64,' + data.images[frame[0]] : first;
+    if (img && frame[0] !== null) {
+      img.src = data.images[frame[0]] ? 'data:image/png;base64,' + data.images[frame[0]] : first;
+    }
     readout.innerHTML = data.readouts[frame[1]];
     if (window.MathJax && MathJax.typesetPromise) MathJax.typesetPromise([readout]);
   }
