@@ -235,7 +235,8 @@ class Memo:
     For a dashboard whose state takes long to compute (an L2-aware traffic sweep), a slider move would wait for
     it. ``prefetch(keys)`` computes the keys one step away while the learner looks at the plot; the thread waits
     while any dashboard's controls move (for :data:`QUIET_S` after each move), so it never slows a frame down,
-    and a memo called inside it (a sweep made of memoised rows) waits the same way. The function must be pure: the thread and the controls then agree whichever computes a key first.
+    and a memo called inside it (a sweep made of memoised rows) waits the same way. The function must be pure:
+    the thread and the controls then agree whichever computes a key first.
 
     The keys still to compute are one pending list that the newest ``prefetch`` replaces: after two quick moves the
     thread works on the neighbours of where the controls are, not of where they were. A call for the key the thread
