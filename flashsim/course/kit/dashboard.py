@@ -16,22 +16,25 @@ The base does the rest, the same way for every chapter:
   every control's observer calls the one path ``_on_controls`` → ``apply`` → move every control to the state →
   readout → figure refreshed in place;
 - ``update(**changes)`` while widgets are shown *sets the widgets' values* and then runs that same path once, so
-  the controls and the state cannot disagree (chapter 03's bug: a later cell's ``update`` moved the state behind
-  the sliders). After every change the controls are set from the state, so a change that resets another part of
+  the controls and the state cannot disagree (a later cell's ``update`` never moves the state behind the
+  sliders). After every change the controls are set from the state, so a change that resets another part of
   the state (a new row resets the step) moves that control too; a control whose range depends on the state
   (the number of steps) gets its new range;
 - without ipywidgets (a GPU machine running the notebooks as plain Python) ``show()`` prints the readout and
   returns the static figure.
 
-Why the figure updates in place: re-building a matplotlib figure and rendering it to PNG on every move took
-0.3–0.8 s (issue 12). Measured on the course's 2-core CPU: building chapter 00's figure ≈ 175 ms, ``savefig`` PNG
-≈ 130 ms, against ≈ 55 ms to move its marker and re-render the existing Agg canvas (+ 5 ms fast PNG). Widget-native
-plots (bqplot, plotly's FigureWidget) would render in the browser, but would rewrite every chapter's figures and
-leave ``make figures`` and the static fallback needing matplotlib anyway. So the base keeps matplotlib, changes
-the existing artists (blitting where the axes stay), and shows the figure in an ipympl canvas (``draw_idle``:
-frames are drawn when the browser asks, so fast key presses coalesce, and only changed pixels are sent); without
-ipympl, in an ipywidgets.Image
-re-encoded from the existing canvas. Dated numbers: ``benchmarks/results/dashboard_latency_*``.
+Why the figure updates in place: re-building a matplotlib figure and rendering it to PNG on every move is slow
+(benchmarks/results/NOTES.md has the measurements). So the base keeps matplotlib, changes the existing artists
+(blitting where the axes stay), and shows the figure in an ipympl canvas (``draw_idle``: frames are drawn when the
+browser asks, so fast key presses coalesce, and only changed pixels are sent); without ipympl, in an
+ipywidgets.Image re-encoded from the existing canvas. Widget-native plots (bqplot, plotly) would rewrite every
+chapter's figures and still leave ``make figures`` and the static fallback needing matplotlib.
+
+On the website there is no kernel: when the site build asks for it (:mod:`flashsim.course.kit.static_page`),
+``show()`` renders the dashboard's main controls (:meth:`Dashboard.main_controls`: a stepper's Play control or
+the first slider, or the class attribute ``static_controls``) at each of their values
+(:meth:`Dashboard.sampled_states`), by the same ``apply`` → ``readout`` → figure path, and returns a page fragment
+whose native sliders switch between those frames. A chapter writes nothing for it.
 
 Example::
 
@@ -46,12 +49,14 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import threading
 import time
 from dataclasses import dataclass
 
 from flashsim.errors import FlashsimError
+from flashsim.course.kit import static_page
 from flashsim.course.kit.plotting import LivePlot
 from flashsim.course.kit.render import LIVE_DPI, FigureView, has_ipywidgets, static_view
 
@@ -80,6 +85,51 @@ class Control:
     @property
     def values(self) -> tuple:
         return tuple(o[1] if isinstance(o, tuple) else o for o in self.options)
+
+    @property
+    def ranged(self) -> bool:
+        """A slider (over options or a range), not a dropdown or a checkbox."""
+        return self.kind not in ("choice", "toggle")
+
+    def all_values(self) -> tuple:
+        """Every value the control offers, in order (a range on its step grid; "log": on its exponent grid)."""
+        if self.kind in ("choice", "slider"):
+            return self.values
+        if self.kind == "toggle":
+            return (False, True)
+        if self.kind == "int":
+            return tuple(range(int(self.min), int(self.max) + 1, max(int(self.step), 1)))
+        if self.kind == "float":
+            count = int(math.floor((self.max - self.min) / self.step + 1e-9)) + 1
+            return tuple(round(self.min + k * self.step, 10) for k in range(count))
+        if self.kind == "log":
+            lo, hi = (math.log(x, self.base) for x in (self.min, self.max))
+            count = int(math.floor((hi - lo) / self.step + 1e-9)) + 1
+            return tuple(float(f"{self.base ** (lo + k * self.step):.4g}") for k in range(count))
+        raise FlashsimError(f"control kind {self.kind!r}: use choice, slider, int, float, log or toggle")
+
+    def samples(self, start, most: int) -> tuple:
+        """At most `most` of :meth:`all_values` (about; the ends and `start` always among them), evenly spread
+        over the control's positions, in order: what the website pre-renders."""
+        values = self.all_values()
+        if len(values) > most:
+            picks = {round(k * (len(values) - 1) / (most - 1)) for k in range(most)}
+            values = tuple(values[i] for i in sorted(picks))
+        if start not in values:
+            values = tuple(sorted({*values, start})) if self.kind not in ("choice", "slider") else (
+                tuple(v for v in self.values if v in {*values, start}))
+        return values
+
+    def label_of(self, value) -> str:
+        """How the control names `value` (an option's label, else the number)."""
+        for o in self.options:
+            if isinstance(o, tuple) and o[1] == value:
+                return str(o[0])
+        if self.kind == "toggle":
+            return "on" if value else "off"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return str(value)
+        return f"{value:,}" if isinstance(value, int) else f"{value:,.4g}"
 
     def check(self, name: str, value):
         """`value` if this control offers it (clamped into the range when ``clamp``), else FlashsimError."""
@@ -182,11 +232,11 @@ _IN_BACKGROUND = threading.local()
 class Memo:
     """A pure function of hashable arguments, memoised, that can compute arguments ahead in a background thread.
 
-    For a dashboard whose state takes long to compute (an L2-aware traffic sweep: 0.1-0.3 s on a 2-core CPU), a
-    slider move would wait for it. ``prefetch(keys)`` computes the keys one step away while the learner looks at
-    the plot; the thread waits while any dashboard's controls move (for :data:`QUIET_S` after each move), so it
-    never slows a frame down, and a memo called inside it (a sweep made of memoised rows) waits the same way. The
-    function must be pure: the thread and the controls then agree whichever computes a key first.
+    For a dashboard whose state takes long to compute (an L2-aware traffic sweep), a slider move would wait for
+    it. ``prefetch(keys)`` computes the keys one step away while the learner looks at the plot; the thread waits
+    while any dashboard's controls move (for :data:`QUIET_S` after each move), so it never slows a frame down,
+    and a memo called inside it (a sweep made of memoised rows) waits the same way. The function must be pure:
+    the thread and the controls then agree whichever computes a key first.
 
     The keys still to compute are one pending list that the newest ``prefetch`` replaces: after two quick moves the
     thread works on the neighbours of where the controls are, not of where they were. A call for the key the thread
@@ -334,6 +384,11 @@ class Dashboard:
     #: CSS classes of the readout and the figure widget (the browser tests find them by these)
     readout_class: str | None = None
     figure_class: str | None = None
+    #: the controls the website pre-renders (None: the first with Play, else the first slider, else the first
+    #: control); two where the chapter's point needs both (their values' product is rendered)
+    static_controls: tuple | None = None
+    #: at most about this many values of each pre-rendered control (evenly spread, the starting value among them)
+    static_samples: int = 24
 
     _views: tuple = ()
     _holding: bool = False
@@ -418,7 +473,10 @@ class Dashboard:
         return self.plot(**self.plot_args()).fig
 
     def show(self):
-        """The controls, the readout and the figure (a VBox); without ipywidgets, the static figure."""
+        """The controls, the readout and the figure (a VBox); without ipywidgets, the static figure; in the
+        website's build (:func:`static_page.wanted`), the pre-rendered page fragment."""
+        if static_page.wanted():
+            return static_page.StaticDashboard(self)
         if not has_ipywidgets():
             return static_view(self.readout(), self.figure())
         view = _View(self)
@@ -440,3 +498,48 @@ class Dashboard:
         """{name: the value each control of the last ``show()`` shows} ({} before): tests compare it with
         :meth:`control_state`."""
         return {name: w.value for name, w in self._views[-1].controls.items()} if self._views else {}
+
+    def main_controls(self) -> tuple:
+        """The controls the website pre-renders: ``static_controls``, else the first control with a Play button
+        (a stepper's steps), else the first slider, else the first control."""
+        specs = self.controls()
+        if self.static_controls is not None:
+            unknown = [n for n in self.static_controls if n not in specs]
+            if unknown:
+                raise FlashsimError(f"static_controls names {unknown}: {type(self).__name__} has {list(specs)}")
+            return tuple(self.static_controls)
+        played = [n for n, c in specs.items() if c.play_ms is not None]
+        ranged = [n for n, c in specs.items() if c.ranged]
+        return tuple((played or ranged or list(specs))[:1])
+
+    def sampled_states(self, dpi: int = LIVE_DPI) -> dict:
+        """The dashboard at each sampled value of its main controls, drawn by the path the controls take
+        (``apply`` → ``readout`` → figure changed in place); the state is the starting one again afterwards.
+
+        Returns {"controls": [(name, Control, values)], "start": index tuple of the starting state,
+        "frames": [(index tuple, readout HTML, PNG bytes (256 colours) or None where ``apply`` refused the
+        value)]}, the frames in the order of the values (the first control slowest)."""
+        specs, state = self.controls(), self.control_state()
+        axes = [(n, specs[n], specs[n].samples(state[n], self.static_samples)) for n in self.main_controls()]
+        start = tuple(values.index(state[n]) for n, _, values in axes)
+        saved = dict(self.__dict__)
+        plot = renderer = None
+        if self.plot is not None:
+            plot = self.plot(**self.plot_args())
+            plot.set_dpi(dpi)
+            renderer = static_page.FrameRenderer(plot)
+        frames = []
+        try:
+            for index in itertools.product(*(range(len(values)) for _, _, values in axes)):
+                try:
+                    self.apply(**{n: values[i] for (n, _, values), i in zip(axes, index)})
+                except FlashsimError as exc:
+                    frames.append((index, f"<b>{type(exc).__name__}</b>: {exc}", None))
+                    continue
+                png = renderer.frame(plot.set(**self.plot_args())) if plot is not None else None
+                frames.append((index, self.readout(), png))
+        finally:
+            self.apply(**{n: state[n] for n, _, _ in axes})
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+        return {"controls": axes, "start": start, "frames": frames}
