@@ -10,7 +10,9 @@ import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 
-from .compare import DRAM_REL, compare, summarize
+from flashsim.measure import criterion
+
+from .compare import compare, summarize
 from .configs import KERNELS, MIB, batches, configs, estimate_device_seconds, predict, runner_args
 from .report import write_markdown
 from .writeback import FLUSH_BYTES, WB_METHOD, measure_writeback, probe_writeback
@@ -33,8 +35,7 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
     result = {"info": _run_info(command, dry_run), "criteria": {
         "requested": "kernel view L1 load/store bytes (32-byte sectors per warp instruction) == ncu "
                      "l1tex__t_bytes_pipe_lsu_mem_global_op_ld(+ldgsts)/op_st, per launch",
-        "dram": f"|sim - ncu| <= {DRAM_REL:.0%} of ncu, or <= 2 MiB where the launch moves < 40 MiB (per launch, "
-                "read and write separately)"},
+        "dram": criterion.TEXT, "dram_strict": criterion.STRICT_TEXT},
         "estimated_device_seconds": round(estimate_device_seconds(cfgs)), "rows": [],
         "writeback_method": method}
     with ProcessPoolExecutor(max_workers=workers) as pool:
