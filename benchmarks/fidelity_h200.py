@@ -104,6 +104,9 @@ def main(argv=None) -> int:
                     "count")
     ap.add_argument("--rederive", help="a fidelity_h200.json with raw write-back rows: read them again with the "
                     "--wb-* method (no GPU); rewrites it and its markdown")
+    ap.add_argument("--hardware", default=None, help="the preset the predictions are made for (default: the GPU "
+                    "this runs on, with its SM count and L2 size; a dry run without one: h200, the GPU the L2 model "
+                    "was fitted on); the files are named after it: fidelity_<gpu>.json and .md")
     ap.add_argument("--writeback-child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.writeback_child:
@@ -158,9 +161,11 @@ def main(argv=None) -> int:
               writeback=not a.no_writeback, sets=set(a.sets.split(",")) if a.sets else None,
               window_sets=set(a.window_sets.split(",")) if a.window_sets else None,
               method={"before": a.wb_before, "after": a.wb_after, "base": a.wb_base, "repeats": a.wb_repeats,
-                      "counted": a.wb_counted})
+                      "counted": a.wb_counted}, hardware=a.hardware)
     print(json.dumps(res["summary"], indent=1))
-    print(f"estimated device time {res['estimated_device_seconds']} s; wrote {a.out}/fidelity_h200.json and .md")
+    print("\n".join(criterion_lines(res["summary"])))
+    print(f"estimated device time {res['estimated_device_seconds']} s; wrote {a.out}/fidelity_{res['gpu_tag']}.json "
+          "and .md")
     return 0
 
 

@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from flashsim.measure import criterion
 
-from .configs import KERNELS, NEWEST_TAG, predict
+from .configs import KERNELS, NEWEST_TAG, hardware_of_result, predict
 
 #: the DRAM criterion's terms (flashsim.measure.criterion: the one definition)
 DRAM_REL, DRAM_LAUNCH_REL = criterion.DIRECTION_REL, criterion.LAUNCH_REL
@@ -106,8 +106,9 @@ def recompare(result: dict, workers: int = 2) -> dict:
     = {"date_utc", "summary", "rows"} (the run's own predictions and summary stay as they were). Rows with either
     measurement (ncu's window, the write-back) are compared."""
     kept = [r for r in result["rows"] if r.get("measured") or (r.get("writeback") or {}).get("launches")]
+    hw = hardware_of_result(result)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        preds = list(pool.map(predict, [r["config"] for r in kept]))
+        preds = list(pool.map(predict, [r["config"] for r in kept], [hw] * len(kept)))
     rows = []
     for r, p in zip(kept, preds):
         w = r.get("writeback")

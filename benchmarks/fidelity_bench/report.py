@@ -76,6 +76,17 @@ def _probe_lines(result: dict) -> list:
     return lines
 
 
+def _hardware_lines(result: dict) -> list:
+    """What the predictions were made for, and whether the run is a hold-out (another GPU than the fit's)."""
+    hw = result.get("hardware")
+    if not hw:
+        return []
+    fit = result.get("fit_gpu", "h200")
+    what = (f"a **hold-out**: every L2-model constant as fitted on the {fit.upper()}, nothing refitted"
+            if result.get("holdout") else f"the GPU the L2 model's constants were fitted on ({fit.upper()})")
+    return [f"- predictions for {hw['name']} ({hw['num_sms']} SMs, L2 {hw['l2_bytes']} B): {what}"]
+
+
 def _launch(result: dict, cfg: dict, name: str) -> dict:
     for r in result["rows"]:
         if r.get("config") == cfg:
@@ -92,6 +103,7 @@ def write_markdown(result: dict, path: str) -> None:
              f"{info.get('numpy')}; GPU {info.get('gpu')} ({info.get('sms')} SMs, L2 {info.get('l2_bytes')} B), "
              f"driver {info.get('driver')}; ncu {((info.get('ncu') or '').splitlines() or [''])[-1]}",
              f"- criteria: requested: {result['criteria']['requested']}; DRAM: {result['criteria']['dram']}",
+             *_hardware_lines(result),
              f"- estimated device time {result['estimated_device_seconds']} s; wall {result.get('wall_seconds')} s",
              ""]
     m = dict({"before": 1, "after": 1, "base": 0, "repeats": 1}, **(result.get("writeback_method") or {}))
