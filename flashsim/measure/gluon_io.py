@@ -10,7 +10,10 @@ outputs (O and LSE; dK and dV) by ordinary stores, which they do. So each launch
   wgmma accumulator layout: a warp instruction writes 8 rows x 16 bytes (4 lanes x 2 elements of 2 bytes per row),
   each 16-byte piece in its own sector, so an O (dK, dV) row of d elements costs 2·d·e sector bytes; a row
   statistic (LSE) goes out as 8 consecutive fp32 per instruction. The persistent forward's tile lists
-  (``BALANCED``) are read by every warp: one 4-byte load, one sector, per tile and warp.
+  (``BALANCED``) are read by every warp: one 4-byte load, one sector, per tile and warp. (As read in the SASS of
+  an offline sm_90 compile, benchmarks/experiments/gluon_compile_sm90.py --sass: O, LSE, dK and dV go out as
+  32-bit STG.E, 16 (O, d=64) and 2 (LSE) per consumer thread; the balanced forward has 3 LDG.E per partition,
+  start[p], start[p + 1] and order[i]; every tile and the dQ add move by UTMALDG / UTMAREDG.)
 - ``tma_load_bytes`` / ``tma_reduce_bytes``: the TMA boxes, each row inside the tensor once (rows past the
   tensor's end are not fetched; rows past a head's N belong to the next head and are).
 - ``dram_read_bytes`` / ``dram_write_bytes``: :func:`flashsim.model.l2.simulate_l2` with the fitted constants of
