@@ -47,7 +47,7 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
         "dram": criterion.TEXT, "dram_strict": criterion.STRICT_TEXT},
         "estimated_device_seconds": round(estimate_device_seconds(cfgs)), "rows": [],
         "writeback_method": method}
-    hw = run_hardware(result["info"], hardware)
+    hw = run_hardware({} if dry_run else result["info"], hardware)     # a dry run: FIT_GPU unless told
     tag = gpu_tag(hw)
     # predictions for the GPU measured (its SMs and L2), every L2-model constant as fitted on FIT_GPU: on another
     # GPU the run is a hold-out
