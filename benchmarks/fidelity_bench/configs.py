@@ -208,9 +208,44 @@ def runner_args(cfg: dict) -> dict:
 
 # --- predictions (no GPU) --------------------------------------------------------------------------------------
 
-def predict(cfg: dict) -> dict:
+#: the GPU the L2 model's constants were fitted on (every other GPU's run is a hold-out: nothing is refitted)
+FIT_GPU = "h200"
+
+
+def run_hardware(info: dict, hardware=None):
+    """The Hardware a run's predictions are made for: ``hardware`` (a preset name or Hardware) when given, else
+    the run's GPU (``info["gpu"]``: its preset, with the SM count and L2 size the device reported, ``info["sms"]``
+    and ``info["l2_bytes"]``, where they differ), else (no GPU: a dry run) :data:`FIT_GPU`. Only properties of
+    the GPU come from the GPU; every constant of the L2 model stays as fitted on :data:`FIT_GPU`."""
+    from flashsim.model.hardware import get_device, preset_from_properties
+    if hardware is not None:
+        return get_device(hardware)
+    if not info.get("gpu"):
+        return get_device(FIT_GPU)
+    sms, l2 = int(info.get("sms") or 0), int(info.get("l2_bytes") or 0)
+    hw = preset_from_properties(info["gpu"], sms or 132, l2 or 50 * MIB, 227 * 1024)
+    return hw.replace(**{k: v for k, v in (("num_sms", sms), ("l2_bytes", l2)) if v and getattr(hw, k) != v})
+
+
+def hardware_record(hw) -> dict:
+    """What a result stores of the Hardware its predictions were made for."""
+    return {"name": hw.name, "num_sms": hw.num_sms, "l2_bytes": hw.l2_bytes, "source": hw.source}
+
+
+def hardware_of_result(result: dict):
+    """The Hardware a stored result's predictions were made for (older results: :data:`FIT_GPU`)."""
+    from flashsim.model.hardware import get_device, preset_from_properties
+    rec = result.get("hardware")
+    if not rec:
+        return get_device(FIT_GPU)
+    hw = preset_from_properties(rec["name"], rec["num_sms"], rec["l2_bytes"], 227 * 1024)
+    return hw.replace(**{k: rec[k] for k in ("num_sms", "l2_bytes") if getattr(hw, k) != rec[k]})
+
+
+def predict(cfg: dict, hardware=FIT_GPU) -> dict:
     """Per launch: the kernel view's element and L1 (sector) bytes, per tensor, and the DRAM bytes of the L2 model
-    (its defaults) and of the previous model's settings (``PREVIOUS_MODEL``, for comparison)."""
+    (its defaults, on ``hardware``: a preset name or Hardware) and of the previous model's settings
+    (``PREVIOUS_MODEL``, for comparison)."""
     from flashsim.model.calibration import (L2_DIRTY_FRACTION, L2_PROTECTED_FRACTION, L2_SHARED_FRACTION,
                                             L2_TILE_COSTS, LAUNCH_PROGRAMS_PER_SM, PROGRAMS_PER_SM)
     from flashsim.model.kernel_io import kernel_dram, kernel_io
@@ -218,8 +253,8 @@ def predict(cfg: dict) -> dict:
     args = (cfg["kernel"], cfg["n"], cfg["d"], cfg["block_m"], cfg["block_n"], cfg["causal"], cfg["dtype"],
             cfg["batch"], cfg["heads"])
     io = kernel_io(*args)
-    dram = kernel_dram(*args)
-    alt = kernel_dram(*args, **PREVIOUS_MODEL)
+    dram = kernel_dram(*args, hardware=hardware)
+    alt = kernel_dram(*args, hardware=hardware, **PREVIOUS_MODEL)
     launches = {}
     for L in io.launches:
         launches[L.name] = {"loads": dict(L.loads), "stores": dict(L.stores), "load_bytes": L.load_bytes,

@@ -2,7 +2,10 @@
 measurement), the probe's verification, what a re-comparison changed, and the per-launch table."""
 from __future__ import annotations
 
+from flashsim.measure import criterion
+
 from .configs import MIB, NEWEST_TAG, PREVIOUS_MODEL
+
 
 def _mb(x):
     return "—" if x is None else f"{x / MIB:.2f}"
@@ -11,27 +14,39 @@ def _mb(x):
 def _summary_table(summary: dict) -> list:
     lines = ["| kernel | configs (not fit) | launches | requested = L1 view | requested = element bytes | "
              f"DRAM read ok | DRAM write ok | DRAM ok | DRAM ok, not fit | DRAM ok, {NEWEST_TAG} | "
-             "DRAM read + write ok | previous L2 model ok |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "DRAM ok, strict 5 % | DRAM read + write ok | previous L2 model ok |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for k, s in summary.items():
         n = s["launches_measured"]
         lines.append(f"| {k} | {s['configs']} ({s['configs_not_fit']}) | {n} | {s['requested_equal']}/{n} | "
                      f"{s['element_equal']}/{n} | {s['dram_read_ok']}/{n} | {s['dram_write_ok']}/{n} | "
                      f"{s['dram_ok']}/{n} | {s['dram_ok_not_fit']}/{s['launches_not_fit']} | "
-                     f"{s.get('dram_ok_newest', 0)}/{s.get('launches_newest', 0)} | {s.get('dram_total_ok', '—')}/{n} | "
+                     f"{s.get('dram_ok_newest', 0)}/{s.get('launches_newest', 0)} | "
+                     f"{s.get('dram_strict_ok', '—')}/{n} | {s.get('dram_total_ok', '—')}/{n} | "
                      f"{s['alt_dram_ok']}/{n} |")
     return lines
 
 
+def criterion_lines(summary: dict) -> list:
+    """The write-back measurement's launches within the criterion and within the strict 5 %, all kernels."""
+    n = sum(v.get("wb_launches", 0) for v in summary.values())
+    ok = sum(v.get("wb_ok", 0) for v in summary.values())
+    strict = sum(v.get("wb_strict_ok", 0) for v in summary.values())
+    return [f"Within the criterion: **{ok}/{n}** launches ({criterion.TEXT}).",
+            f"Within the strict 5 %: **{strict}/{n}** launches ({criterion.STRICT_TEXT})."]
+
+
 def writeback_table(summary: dict) -> list:
     lines = ["| kernel | launches | DRAM read ok | DRAM write ok | DRAM ok | DRAM ok, not fit | "
-             f"DRAM ok, {NEWEST_TAG} | writes = stored bytes (same criterion) | repeats' write spread, median / max "
-             "(MiB) |", "|---|---|---|---|---|---|---|---|---|"]
+             f"DRAM ok, {NEWEST_TAG} | strict 5 %: read / write / both | writes = stored bytes (same criterion) | "
+             "repeats' write spread, median / max (MiB) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for k, s in summary.items():
         n = s.get("wb_launches", 0)
         lines.append(f"| {k} | {n} | {s.get('wb_read_ok', 0)}/{n} | {s.get('wb_write_ok', 0)}/{n} | "
                      f"{s.get('wb_ok', 0)}/{n} | {s.get('wb_ok_not_fit', 0)}/{s.get('wb_launches_not_fit', 0)} | "
                      f"{s.get('wb_ok_newest', 0)}/{s.get('wb_launches_newest', 0)} | "
+                     f"{s.get('wb_strict_read_ok', 0)} / {s.get('wb_strict_write_ok', 0)} / "
+                     f"{s.get('wb_strict_ok', 0)} of {n} | "
                      f"{s.get('wb_write_eq_store', 0)}/{n} | {_mb(s.get('wb_spread_median_bytes'))} / "
                      f"{_mb(s.get('wb_spread_max_bytes'))} |")
     return lines
@@ -61,6 +76,17 @@ def _probe_lines(result: dict) -> list:
     return lines
 
 
+def _hardware_lines(result: dict) -> list:
+    """What the predictions were made for, and whether the run is a hold-out (another GPU than the fit's)."""
+    hw = result.get("hardware")
+    if not hw:
+        return []
+    fit = result.get("fit_gpu", "h200")
+    what = (f"a **hold-out**: every L2-model constant as fitted on the {fit.upper()}, nothing refitted"
+            if result.get("holdout") else f"the GPU the L2 model's constants were fitted on ({fit.upper()})")
+    return [f"- predictions for {hw['name']} ({hw['num_sms']} SMs, L2 {hw['l2_bytes']} B): {what}"]
+
+
 def _launch(result: dict, cfg: dict, name: str) -> dict:
     for r in result["rows"]:
         if r.get("config") == cfg:
@@ -77,6 +103,7 @@ def write_markdown(result: dict, path: str) -> None:
              f"{info.get('numpy')}; GPU {info.get('gpu')} ({info.get('sms')} SMs, L2 {info.get('l2_bytes')} B), "
              f"driver {info.get('driver')}; ncu {((info.get('ncu') or '').splitlines() or [''])[-1]}",
              f"- criteria: requested: {result['criteria']['requested']}; DRAM: {result['criteria']['dram']}",
+             *_hardware_lines(result),
              f"- estimated device time {result['estimated_device_seconds']} s; wall {result.get('wall_seconds')} s",
              ""]
     m = dict({"before": 1, "after": 1, "base": 0, "repeats": 1}, **(result.get("writeback_method") or {}))
@@ -90,7 +117,7 @@ def write_markdown(result: dict, path: str) -> None:
               "`flush_writes=True` (every dirty byte written once). `writes = stored bytes`: the same criterion "
               "against the kernel view's stored bytes (every output byte once); the spread: largest less smallest "
               "of the repeats' writes per launch.", ""]
-    lines += writeback_table(result.get("summary", {}))
+    lines += criterion_lines(result.get("summary", {})) + [""] + writeback_table(result.get("summary", {}))
     lines += _probe_lines(result)
     lines += ["", "## In ncu's window of each kernel alone (caches flushed before it; dirty lines left in the L2 at "
               "its end not counted)", "",

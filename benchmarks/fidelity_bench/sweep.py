@@ -10,15 +10,26 @@ import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 
-from .compare import DRAM_REL, compare, summarize
-from .configs import KERNELS, MIB, batches, configs, estimate_device_seconds, predict, runner_args
+from flashsim.measure import criterion
+
+from .compare import compare, summarize
+from .configs import (FIT_GPU, KERNELS, MIB, batches, configs, estimate_device_seconds, hardware_record, predict,
+                      run_hardware, runner_args)
 from .report import write_markdown
 from .writeback import FLUSH_BYTES, WB_METHOD, measure_writeback, probe_writeback
 
 # --- the run -------------------------------------------------------------------------------------------------------
 
+def gpu_tag(hw) -> str:
+    """The short name a run's files carry: the preset key of its GPU ("h200", "h100"), else its name in lower
+    case letters and digits."""
+    from flashsim.model.hardware import _known_preset_key
+    return _known_preset_key(hw.name) or "".join(ch for ch in hw.name.lower() if ch.isalnum()) or "gpu"
+
+
 def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 280.0, workers: int = 8,
-        window: bool = True, writeback: bool = True, sets=None, window_sets=None, method=None) -> dict:
+        window: bool = True, writeback: bool = True, sets=None, window_sets=None, method=None,
+        hardware=None) -> dict:
     """Measure ``kernels`` (configurations of ``sets``; None = all) with ncu: ``window`` = each kernel alone,
     caches flushed (ncu's per-kernel window, all counters; only the configurations of ``window_sets`` unless
     None); ``writeback`` = the verification of the write-back method (``probe_writeback``), then each launch
@@ -33,12 +44,16 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
     result = {"info": _run_info(command, dry_run), "criteria": {
         "requested": "kernel view L1 load/store bytes (32-byte sectors per warp instruction) == ncu "
                      "l1tex__t_bytes_pipe_lsu_mem_global_op_ld(+ldgsts)/op_st, per launch",
-        "dram": f"|sim - ncu| <= {DRAM_REL:.0%} of ncu, or <= 2 MiB where the launch moves < 40 MiB (per launch, "
-                "read and write separately)"},
+        "dram": criterion.TEXT, "dram_strict": criterion.STRICT_TEXT},
         "estimated_device_seconds": round(estimate_device_seconds(cfgs)), "rows": [],
         "writeback_method": method}
+    hw = run_hardware({} if dry_run else result["info"], hardware)     # a dry run: FIT_GPU unless told
+    tag = gpu_tag(hw)
+    # predictions for the GPU measured (its SMs and L2), every L2-model constant as fitted on FIT_GPU: on another
+    # GPU the run is a hold-out
+    result.update(hardware=hardware_record(hw), fit_gpu=FIT_GPU, holdout=tag != FIT_GPU, gpu_tag=tag)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(predict, c) for c in cfgs]
+        futures = [pool.submit(predict, c, hw) for c in cfgs]
         measured = [None] * len(cfgs)
         wb = [None] * len(cfgs)      # the write-back measurement first: the criterion is judged on it
         if writeback and not dry_run:
@@ -77,7 +92,7 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
                 if not profile_writeback(batch) and len(batch) > 1:
                     for k in batch:  # one bad config loses only its kernel
                         profile_writeback((k,))
-                with open(os.path.join(out_dir, "fidelity_h200_partial.json"), "w") as f:
+                with open(os.path.join(out_dir, f"fidelity_{tag}_partial.json"), "w") as f:
                     json.dump({k: result.get(k) for k in ("info", "writeback_probe", "writeback_flush_bytes",
                                                           "errors", "skipped")}
                               | {"configs": cfgs, "writeback": wb}, f, default=str)
@@ -123,9 +138,9 @@ def run(out_dir: str, kernels=KERNELS, dry_run: bool = False, budget_s: float = 
             result["rows"].append(row)
     result["summary"] = summarize(result)
     result["wall_seconds"] = round(time.time() - t_start, 1)
-    with open(os.path.join(out_dir, "fidelity_h200.json"), "w") as f:
+    with open(os.path.join(out_dir, f"fidelity_{tag}.json"), "w") as f:
         json.dump(result, f, indent=1, default=str)
-    write_markdown(result, os.path.join(out_dir, "fidelity_h200.md"))
+    write_markdown(result, os.path.join(out_dir, f"fidelity_{tag}.md"))
     return result
 
 

@@ -2,9 +2,12 @@
 (in the interpreter, at tiny sizes; the timing itself only runs on a GPU). It tunes the product's kernels only."""
 import pytest
 
+import flashsim.kernels as K
 from benchmarks import tune_attention as T
 
 SHAPES = [(64, False), (64, True), (128, False), (128, True)]
+#: the launchers run where the backend compiles the kernels: CPU tensors in the interpreter, CUDA ones on a GPU
+DEV = "cpu" if K.INTERPRETER else "cuda"
 
 
 def test_configs_are_valid_tiles():
@@ -32,7 +35,7 @@ def test_no_experiment_inside_the_tuning_script():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_every_launcher_matches_the_package_defaults(causal):
-    x = T.inputs(32, causal, 80, device="cpu", batch=1, heads=2)            # ragged: 80 rows, 32-row blocks
+    x = T.inputs(32, causal, 80, device=DEV, batch=1, heads=2)              # ragged: 80 rows, 32-row blocks
     for c in (dict(kernel="fwd", bm=32, bn=16, tma=True), dict(kernel="fwd", bm=16, bn=32, tma=False),
               dict(kernel="dkdv", bm=16, bn=32, tma=True), dict(kernel="dq", bm=32, bn=16, tma=False)):
         run, check = T.launcher(dict(c, d=32, causal=causal, w=4, s=2), x)

@@ -2,10 +2,13 @@
 in the interpreter and compute what the package's kernels compute."""
 import pytest
 
+import flashsim.kernels as K
 from benchmarks import tune_attention as T
 from benchmarks.experiments import tune_experiments as X  # noqa: F401  (registers the experiments)
 
 SHAPES = [(64, False), (64, True), (128, False), (128, True)]
+#: the launchers run where the backend compiles the kernels: CPU tensors in the interpreter, CUDA ones on a GPU
+DEV = "cpu" if K.INTERPRETER else "cuda"
 
 
 def test_experiment_grid_and_flags():
@@ -17,7 +20,7 @@ def test_experiment_grid_and_flags():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_every_experiment_matches_the_package(causal):
-    x = T.inputs(32, causal, 80, device="cpu", batch=1, heads=2)            # ragged: 80 rows, 32-row blocks
+    x = T.inputs(32, causal, 80, device=DEV, batch=1, heads=2)              # ragged: 80 rows, 32-row blocks
     for c in (dict(kernel="fwd_pp", bm=64, bn=32, tma=True), dict(kernel="atomic", bm=16, bn=32),
               dict(kernel="fwdx", bm=32, bn=16), dict(kernel="fwdx", bm=32, bn=16, oneloop=True, ws=True),
               dict(kernel="fwdx", bm=16, bn=32, persist=1), dict(kernel="fwdx", bm=32, bn=32, oneloop=True, persist=2),

@@ -1,17 +1,20 @@
-"""The Gluon backward's host passes (flashsim.kernels.gluon.bwd_host): plain Triton kernels, so they run in the
-interpreter here; checked against torch on random inputs, ragged N included (the Gluon main kernel itself is
-GPU-only: tests/kernels/test_gluon.py)."""
+"""The Gluon backward's host passes (flashsim.kernels.gluon.bwd_host): plain Triton kernels, so they run where the
+backend runs them (the interpreter on a CPU, compiled on a CUDA GPU, on tensors of that device); checked against
+torch on random inputs, ragged N included (the Gluon main kernel itself is GPU-only: tests/kernels/test_gluon.py)."""
 import pytest
 import torch
 
-import flashsim.kernels  # noqa: F401  (picks the Triton backend: the interpreter on a CPU)
+from flashsim.kernels import INTERPRETER  # picks the Triton backend first: the interpreter on a CPU
 from flashsim.kernels.gluon.bwd_host import bwd_prologue, dq_epilogue, n_lse_of
+
+#: the device the backend's kernels take tensors on (a Triton kernel compiled for the GPU cannot read CPU tensors)
+DEV = "cpu" if INTERPRETER else "cuda"
 
 
 def padded_rows(x):
     """The torch form of the rows the prologue writes: (B, H, N) fp32 as (B*H, n_lse_of(N)), zeros past N."""
     B, H, N = x.shape
-    rows = torch.zeros((B * H, n_lse_of(N)), dtype=torch.float32)
+    rows = torch.zeros((B * H, n_lse_of(N)), dtype=torch.float32, device=x.device)
     rows[:, :N] = x.reshape(B * H, N)
     return rows
 
@@ -21,7 +24,7 @@ def _inputs(N, d=64, B=2, H=3, dtype=torch.float16, seed=0):
     o = torch.randn(B, H, N, d, generator=g).to(dtype)
     do = torch.randn(B, H, N, d, generator=g).to(dtype)
     lse = torch.randn(B, H, N, generator=g) + 3.0
-    return o, do, lse
+    return o.to(DEV), do.to(DEV), lse.to(DEV)
 
 
 @pytest.mark.parametrize("N", [1, 64, 97, 130])
@@ -41,7 +44,7 @@ def test_prologue_writes_delta_padded_rows_and_zeroes_dq(N, dtype):
 
 def test_prologue_with_a_given_delta_and_unpadded_rows():
     o, do, lse = _inputs(97)
-    delta = torch.randn(lse.shape)
+    delta = torch.randn(lse.shape, device=DEV)
     lse_rows, delta_rows, _ = bwd_prologue(o, do, lse, delta)
     assert torch.equal(delta_rows[:, :97], delta.view(-1, 97)) and torch.all(delta_rows[:, 97:] == 0)
     lse_rows, delta_rows, _ = bwd_prologue(o, do, lse, delta, n_lse=97)   # the pointer-load kernel's rows: views
@@ -55,7 +58,7 @@ def test_rows_start_every_head_16_byte_aligned_and_are_views_where_they_can_be()
     inputs where N already is a multiple of 4, zero-padded copies otherwise."""
     for n in (1, 3, 4, 17, 1000, 1001):
         o, do, lse = _inputs(n, d=16, seed=n)
-        delta = torch.randn(lse.shape)
+        delta = torch.randn(lse.shape, device=DEV)
         a, b, _ = bwd_prologue(o, do, lse, delta)
         n_lse = n_lse_of(n)
         assert n_lse % 4 == 0 and n_lse - n < 4 and a.shape == b.shape == (6, n_lse)
@@ -66,7 +69,7 @@ def test_rows_start_every_head_16_byte_aligned_and_are_views_where_they_can_be()
 
 @pytest.mark.parametrize("numel_shape", [(2, 3, 97, 64), (1, 1, 1, 16), (5000,)])
 def test_epilogue_rounds_like_torch_in_one_pass(numel_shape):
-    acc = torch.randn(numel_shape, generator=torch.Generator().manual_seed(1)) * 40
+    acc = (torch.randn(numel_shape, generator=torch.Generator().manual_seed(1)) * 40).to(DEV)
     for dtype in (torch.float16, torch.float32):
         got = dq_epilogue(acc, 0.125, dtype)
         assert got.dtype == dtype and torch.equal(got, (acc * 0.125).to(dtype))

@@ -1,5 +1,9 @@
 """flashsim.kernels.runtime: one explicit backend decision, the import's default until triton is imported, one line
-only where nobody chose and the interpreter runs the kernels, clear errors (no GPU in CI)."""
+only where nobody chose and the interpreter runs the kernels, clear errors.
+
+The decision depends on the machine, so each test states which machine it is about: the fresh processes of the
+no-GPU tests see no GPU (``CUDA_VISIBLE_DEVICES=""`` hides any the machine has), the in-process ones replace torch's
+answer; the GPU test runs only where torch sees a CUDA GPU."""
 import subprocess
 import sys
 
@@ -9,17 +13,42 @@ from flashsim.errors import FlashsimError
 from flashsim.kernels import runtime
 
 
-def _fresh(code: str, **env) -> subprocess.CompletedProcess:
+def _fresh(code: str, gpu: bool = False, **env) -> subprocess.CompletedProcess:
+    """``code`` in a fresh Python without the caller's TRITON_INTERPRET, on a machine with no visible CUDA GPU
+    unless ``gpu``."""
     import os
     e = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    if not gpu:
+        e["CUDA_VISIBLE_DEVICES"] = ""
     e.update(env)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=120)
+
+
+def _cuda_visible() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+def _no_gpu(monkeypatch):
+    """In this process, torch sees no CUDA GPU (what the backend decision asks)."""
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
 
 def test_import_prints_nothing_and_decides_the_interpreter_without_a_gpu():
     p = _fresh("import os, flashsim.kernels as K; print(K.INTERPRETER, os.environ['TRITON_INTERPRET'])")
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["True", "1"] and p.stderr == ""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_visible(), reason="needs a CUDA GPU (the decision on a machine with one)")
+def test_with_a_gpu_the_import_decides_the_gpu_silently_and_the_kernels_take_cuda_tensors():
+    p = _fresh("import os, flashsim.kernels as K, torch; print(K.INTERPRETER, os.environ['TRITON_INTERPRET']); "
+               "x = torch.randn(3, 70, device='cuda'); y, _ = K.online_softmax(x); "
+               "print(y.device.type, bool(torch.allclose(y, torch.softmax(x, -1), atol=1e-6)))", gpu=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["False", "0", "cuda", "True"] and "flashsim" not in p.stderr
 
 
 def test_first_kernel_says_in_one_line_that_the_default_is_the_interpreter_unless_someone_chose():
@@ -72,6 +101,7 @@ def test_caller_setting_is_respected_and_triton_first_is_a_clear_error():
 
 
 def test_no_gpu_asked_for_gpu_and_a_second_conflicting_call(monkeypatch):
+    _no_gpu(monkeypatch)
     monkeypatch.setattr(runtime, "_DECIDED", None)
     monkeypatch.setattr(runtime, "_missing", lambda: None)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)

@@ -11,6 +11,11 @@ from flashsim.model.multi.closed_forms import split_kv_bytes
 from kernel_inputs import reference
 
 DEV = "cpu" if INTERPRETER else "cuda"
+#: float32 error bound of outputs (o, lse): on a GPU Triton's float32 tl.dot multiplies in tf32 (10-bit mantissa),
+#: which on these cases gives up to 4.3e-4 (host emulation: operands rounded to tf32, products summed in fp32); the
+#: interpreter's dot is exact fp32
+F32_TOL = 2e-5 if INTERPRETER else 2e-3
+LSE_TOL = 1e-4 if INTERPRETER else 2e-3
 
 
 def _inputs(b, h, nq, n, d, dtype, seed=0):
@@ -21,7 +26,7 @@ def _inputs(b, h, nq, n, d, dtype, seed=0):
     return (x.to(dtype).to(DEV) for x in (q, k, v))
 
 
-@pytest.mark.parametrize("dtype, tol", [(torch.float32, 2e-5), (torch.float16, 2e-3)])
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, F32_TOL), (torch.float16, 2e-3)])
 @pytest.mark.parametrize("shape, splits", [((1, 2, 1, 200, 16), 4),      # decoding: one query row, ragged N
                                            ((2, 1, 3, 100, 24), 3),      # d not a power of two
                                            ((1, 1, 1, 96, 16), 1)])      # the kernel without the split
@@ -31,7 +36,7 @@ def test_split_kv_matches_one_pass_attention(shape, splits, dtype, tol):
     ref_o, ref_lse = (x.to(DEV) for x in reference(q, k, v, return_lse=True))   # the one float64 reference
     assert o.dtype == dtype and o.shape == q.shape and lse.shape == q.shape[:3]
     assert (o.double() - ref_o).abs().max() < tol
-    assert (lse.double() - ref_lse).abs().max() < 1e-4
+    assert (lse.double() - ref_lse).abs().max() < LSE_TOL
 
 
 def test_same_answer_with_and_without_the_split_and_torch_combine():
@@ -39,7 +44,8 @@ def test_same_answer_with_and_without_the_split_and_torch_combine():
     o1, l1 = split_kv_attention(q, k, v, num_splits=1)
     o8, l8, (op, lp) = split_kv_attention(q, k, v, num_splits=8, return_partials=True)
     assert op.shape == (1, 2, 8, 1, 32) and lp.shape == (1, 2, 8, 1)
-    assert torch.allclose(o1, o8, atol=1e-5) and torch.allclose(l1, l8, atol=1e-5)
+    tol = F32_TOL / 2                                # one split against eight: both round alike but for p's scale
+    assert torch.allclose(o1, o8, atol=tol) and torch.allclose(l1, l8, atol=tol)
     # the one merge (flashsim.model.attention.online_softmax) gives the combine kernel's answer
     oc, lc = combine_partials(op.double().cpu().numpy().transpose(2, 0, 1, 3, 4),
                               lp.double().cpu().numpy().transpose(2, 0, 1, 3))
