@@ -32,8 +32,8 @@ Correctness is checked before timing, on every row: each implementation runs onc
 and its output (and dq, dk, dv in bwd) on a slice (batch 0, heads 0-1, all N rows) is compared with float64 SDPA
 (math backend) of that slice; ours must be finite and within 2x the error of torch's own SDPA (default backend)
 in the same dtype, and so must every course kernel that ran (a row passes only if all of them do); FA4 gets the same
-check (its verdict ``check.fa4.ok``; it does not decide the row). ``--sweep``: with the budget left after the grid, our kernels at other block sizes, warps and
-pipeline stages (fp16, N=8192), as tuning data.
+check (its verdict ``check.fa4.ok``; it does not decide the row). ``--sweep``: with the budget left after the grid,
+our kernels at other block sizes, warps and pipeline stages (fp16, N=8192), as tuning data.
 
 The FA2 backward with dQ by atomic adds, which earlier runs timed here as ``ours_atomic``, is an experiment now:
 ``benchmarks/experiments/atomic_bwd.py``.

@@ -5,6 +5,9 @@
 #   bash benchmarks/fa4_carry.sh stash .whl/fa4/a            # call 1: keep part A in $FA4_STASH (default /tmp/fa4_stash)
 #   eval "$(bash benchmarks/fa4_carry.sh unpack .whl/fa4/b)" # call 2: join A+B, check, unzip; sets PYTHONPATH
 #
+# unpack DIR...: the files of every DIR that exists are added to the stash first (so `unpack .whl/fa4/b .whl/fa4/a`
+# also works where call 1's carried folder outlived the stash).
+#
 # unpack: every split wheel (NAME.whl.part0, .part1, ...) is joined in part order, every wheel is checked against
 # SHA256SUMS (a missing or stale part fails here, not as a strange import error later) and extracted with
 # `python3 -m zipfile -e` into one folder ($FA4_SITE, default /tmp/fa4_site): pip's --target would replace the folder
@@ -24,7 +27,10 @@ case "${1:-}" in
     ;;
   unpack)
     mkdir -p "$STASH" "$SITE"
-    cp "$2"/* "$STASH"/
+    shift
+    for dir in "$@"; do
+      if [ -d "$dir" ]; then cp "$dir"/* "$STASH"/; fi
+    done
     cd "$STASH"
     for first in *.whl.part0; do
       [ -e "$first" ] || continue
@@ -40,7 +46,7 @@ case "${1:-}" in
     echo "export PYTHONPATH=$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages\${PYTHONPATH:+:\$PYTHONPATH}"
     ;;
   *)
-    echo "usage: $0 stash DIR | unpack DIR" >&2
+    echo "usage: $0 stash DIR | unpack DIR..." >&2
     exit 2
     ;;
 esac

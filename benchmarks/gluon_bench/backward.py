@@ -136,7 +136,7 @@ def _fa4_check(row, q, k, v, do, causal, hs, gref):
     """FA4's gradients on batch 0, head ``hs`` of the row's inputs against the float64 ones (``gref``), within 2x
     SDPA's error (``row["err_torch"]``): row["fa4_err"], row["fa4_correct"]; returns its (o, dq, dk, dv) on that
     head for the forward's check, or None where FA4 is absent (``fa4_absent``: why) or raised (``fa4_error``)."""
-    ok, why = fa4.available()
+    ok, why = fa4.available(q.device.type)
     if not ok:
         row["fa4_absent"] = why
         return None

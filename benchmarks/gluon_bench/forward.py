@@ -69,7 +69,7 @@ def time_row(g, flash_forward, dtype, d, causal, N, warmup, rep, ablation):
     o_t = F.scaled_dot_product_attention(q[:, hs], k[:, hs], v[:, hs], is_causal=causal)
     row["err"], row["err_torch"] = rel_err(o[:, hs], ref), rel_err(o_t, ref)
     row["correct"] = bool(row["err"] <= 2 * row["err_torch"] + 1e-6)
-    ok, why = fa4.available()
+    ok, why = fa4.available(q.device.type)
     if not ok:
         row["fa4_absent"] = why
     else:                                        # FlashAttention-4, optional: the same check, then timed beside

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One GPU call (H100 or H200, no network): FlashAttention-4 beside cuDNN, SDPA and the course's kernels at N = 8192,
+# B*N = 16384, H*d = 2048, fp16 and bf16, d 64 and 128, causal or not, forward and backward; correctness first in
+# every row (each against float64, within 2x torch's error), then every implementation timed once per round in a
+# fresh order, ROUNDS rounds (median; ratios per round). Writes into $OUT: attention_speed_<date>.json and .md,
+# log.txt, and, with the time left, gluon_fa4.json (the Gluon tables' same-run rows with FA4's columns).
+#
+# FA4's wheels come in two calls (benchmarks/fa4_wheels.py): call 1 ran `bash benchmarks/fa4_carry.sh stash
+# .whl/fa4/a` on this machine moments ago; this call carries .whl/fa4/b. Usage:
+#   OUT=/tmp/out bash benchmarks/fa4_device_run.sh
+set -u
+export PYTHONUNBUFFERED=1
+O=${OUT:-/tmp/out}; mkdir -p "$O"
+ROUNDS=${ROUNDS:-5}
+log() { echo "== $(date -u +%H:%M:%S) $*"; }
+quiet() { grep -v "UserWarning\|warn_once\|warnings.warn\|run_backward\|detach() first\|return float"; }
+T0=$(date +%s)
+left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - T0) )); }
+{
+log start
+if ! ENV_LINE=$(bash benchmarks/fa4_carry.sh unpack .whl/fa4/b .whl/fa4/a); then
+  log "FA4 wheels missing or broken (was call 1's stash made on this machine?): the run goes on without FA4"
+else
+  eval "$ENV_LINE"
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4_cache
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
+python3 -c "import torch, triton; print('torch', torch.__version__, 'CUDA', torch.version.cuda, 'cuDNN', \
+torch.backends.cudnn.version(), 'triton', triton.__version__)"
+python3 -c "import cutlass, flash_attn.cute as f; print('cutlass-dsl', cutlass.__version__, 'flash_attn.cute', \
+f.__file__)" 2>&1 | tail -3
+log "FA4: compile the grid's kernels in parallel (disk cache)"
+timeout "${WARM_S:-200}" python3 -m benchmarks.gluon_bench.fa4 --warm --n 8192 --jobs 8 --timeout-s "${WARM_S:-200}" \
+    2>&1 | quiet | cut -c1-400
+log "attention_speed: N=8192, $ROUNDS rounds ($(left) s left)"
+timeout "$(( $(left) - ${GLUON_S:-0} - 10 ))" python3 benchmarks/attention_speed.py --out "$O" --ns 8192 \
+    --rounds "$ROUNDS" --warmup 10 --rep 25 --command "OUT=\$OUT bash benchmarks/fa4_device_run.sh" 2>&1 \
+    | quiet | grep -v "^attention_speed:" | tail -40
+if [ "${GLUON_S:-0}" -gt 0 ] && [ "$(left)" -gt 60 ]; then
+  log "gluon_validate --bwd: the Gluon tables' rows with FA4 ($(left) s left)"
+  timeout "$(( $(left) - 5 ))" python3 benchmarks/gluon_validate.py --bwd --grid none --ns 8192 --rounds "$ROUNDS" \
+      --warmup 10 --rep 25 --out "$O/gluon_fa4.json" 2>&1 | quiet | tail -12
+fi
+log done
+} 2>&1 | tee "$O/log.txt"
