@@ -495,7 +495,8 @@ def summary(result: dict) -> str:
         lines.append(f"FA4 correct (<= 2x torch's error): {verdicts.count('ok')}/{len(rows)} rows")
         for mode in ("fwd", "bwd"):
             for what, key in (("FA4/cuDNN", None), ("ours/FA4", "fa4")):
-                got = [r["fa4_vs_cudnn"] if key is None else r["ratio"].get(key) for r in rows if r["mode"] == mode]
+                got = [r.get("fa4_vs_cudnn") if key is None else r["ratio"].get(key) for r in rows
+                       if r["mode"] == mode]
                 got = [x for x in got if x is not None]
                 if got:
                     lines.append(f"  {mode} {what} (speed): {_spread(got)} over {len(got)} rows")

@@ -195,3 +195,23 @@ def test_wheels_repacked_split_joined_and_unpacked(tmp_path, monkeypatch):
     (stash / "big_libs-1.0-cp312-cp312-manylinux_2_28_x86_64.whl.part0").write_bytes(b"x")
     bad = subprocess.run(["bash", script, "unpack", str(b)], env=env, capture_output=True, text=True)
     assert bad.returncode != 0 and "SHA256SUMS" in bad.stderr
+
+
+def test_rounds_time_every_column_interleaved_and_ratio_per_round(speed, use_fa4, monkeypatch):
+    use_fa4(fake_fa4())
+    seen = {}
+
+    def rounds(fns, warmup, rep, rounds=None, seed=0):        # stands in for do_bench rounds (no GPU here)
+        seen.update(names=sorted(fns), rounds=rounds)
+        for fn in fns.values():
+            fn()
+        per = {name: [1.0, 1.0, 1.0] for name in fns}
+        per["fa4"] = [0.5, 1.0, 2.0]
+        return per, {}
+    monkeypatch.setattr(timing, "time_rounds", rounds)
+    r = speed.time_row(dict(ROW, mode="bwd"), impls=("ours", "fa4", "flash"), device="cpu", rounds=3)
+    assert seen["rounds"] == 3 and {"fa4", "flash", "ours_triton"} <= set(seen["names"])
+    assert r["rounds_ms"]["fa4"] == [0.5, 1.0, 2.0] and r["ms"]["fa4"] == 1.0
+    assert r["ratio"]["fa4"] == pytest.approx(1.0) and r["ratio_range"]["fa4"] == pytest.approx([0.5, 2.0])
+    assert "1.00 (0.50-2.00)" in speed.markdown({"versions": {}, "rows": [r], "complete": True,
+                                                 "tflops_convention": "x"}, "x.json")
