@@ -5,9 +5,13 @@
 # fresh order, ROUNDS rounds (median; ratios per round). Writes into $OUT: attention_speed_<date>.json and .md,
 # log.txt, and, with the time left, gluon_fa4.json (the Gluon tables' same-run rows with FA4's columns).
 #
-# FA4's wheels come in two calls (benchmarks/fa4_wheels.py): call 1 ran `bash benchmarks/fa4_carry.sh stash
-# .whl/fa4/a` on this machine moments ago; this call carries .whl/fa4/b. Usage:
-#   OUT=/tmp/out bash benchmarks/fa4_device_run.sh
+# FA4's wheels come in two calls (benchmarks/fa4_wheels.py), back to back on one warm machine (it is given back 30 s
+# after a call ends, and /tmp with it):
+#   call 1, carry [".whl/fa4/a"]:  bash benchmarks/fa4_carry.sh stash .whl/fa4/a && nvidia-smi -L && python3 -c "..."
+#   call 2, carry [".whl/fa4/b"]:  OUT=$OUT bash benchmarks/fa4_device_run.sh
+# Each carry plus the working tree must stay under ~60 MiB (fa4_wheels.py prints both sums). Without call 1's stash
+# this call still runs, without FA4 (its column then absent, with the reason). Knobs: ROUNDS (5), BUDGET_S (560: the
+# whole call), WARM_S (200: FA4's parallel compile), GLUON_S (0: seconds kept for gluon_validate's table with FA4).
 set -u
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -34,8 +38,10 @@ log "FA4: compile the grid's kernels in parallel (disk cache)"
 timeout "${WARM_S:-200}" python3 -m benchmarks.gluon_bench.fa4 --warm --n 8192 --jobs 8 --timeout-s "${WARM_S:-200}" \
     2>&1 | quiet | cut -c1-400
 log "attention_speed: N=8192, $ROUNDS rounds ($(left) s left)"
+# rows start only while --budget-s lasts (the JSON and markdown are rewritten after every row); timeout is the backstop
 timeout "$(( $(left) - ${GLUON_S:-0} - 10 ))" python3 benchmarks/attention_speed.py --out "$O" --ns 8192 \
-    --rounds "$ROUNDS" --warmup 10 --rep 25 --command "OUT=\$OUT bash benchmarks/fa4_device_run.sh" 2>&1 \
+    --rounds "$ROUNDS" --warmup 10 --rep 25 --budget-s "$(( $(left) - ${GLUON_S:-0} - 60 ))" \
+    --command "OUT=\$OUT bash benchmarks/fa4_device_run.sh" 2>&1 \
     | quiet | grep -v "^attention_speed:" | tail -40
 if [ "${GLUON_S:-0}" -gt 0 ] && [ "$(left)" -gt 60 ]; then
   log "gluon_validate --bwd: the Gluon tables' rows with FA4 ($(left) s left)"
