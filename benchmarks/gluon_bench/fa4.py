@@ -21,6 +21,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 #: the import name; tests replace :func:`_load` to fake it
@@ -128,16 +129,20 @@ def warm(n: int, dtypes=("float16", "bfloat16"), ds=(64, 128), jobs: int = 8, ti
         while todo and len(running) < jobs:
             dt, d, c = todo.pop(0)
             cmd = [sys.executable, "-m", "benchmarks.gluon_bench.fa4", "--one", f"{dt},{d},{int(c)},{n}"]
-            running.append(((dt, d, c), subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.PIPE,
-                                                         stderr=subprocess.STDOUT, text=True)))
+            log = tempfile.TemporaryFile("w+")       # a file, not a pipe: a chatty compile never blocks on it
+            running.append(((dt, d, c), subprocess.Popen(cmd, env=env, cwd=root, stdout=log,
+                                                         stderr=subprocess.STDOUT, text=True), log))
         time.sleep(0.5)
         for item in list(running):
-            (dt, d, c), p = item
+            (dt, d, c), p, log = item
             if p.poll() is None and time.time() < t_end:
                 continue
             if p.poll() is None:
                 p.kill()
-            out = p.communicate()[0] or ""
+                p.wait()
+            log.seek(0)
+            out = log.read()
+            log.close()
             last = out.strip().splitlines()[-1] if out.strip() else ""
             rec = dict(dtype=dt, d=d, causal=c, n=n, rc=p.returncode)
             if p.returncode == 0 and last.startswith("compiled "):

@@ -215,3 +215,12 @@ def test_rounds_time_every_column_interleaved_and_ratio_per_round(speed, use_fa4
     assert r["ratio"]["fa4"] == pytest.approx(1.0) and r["ratio_range"]["fa4"] == pytest.approx([0.5, 2.0])
     assert "1.00 (0.50-2.00)" in speed.markdown({"versions": {}, "rows": [r], "complete": True,
                                                  "tflops_convention": "x"}, "x.json")
+
+
+def test_warm_runs_one_process_per_shape_and_reports_each(use_fa4, tmp_path):
+    # no GPU and no FA4 here: every child fails, and each failure comes back with its output, none hangs
+    recs = fa4.warm(64, dtypes=("float16",), ds=(16,), jobs=2, timeout_s=240, cache_dir=str(tmp_path))
+    assert sorted((r["dtype"], r["d"], r["causal"]) for r in recs) == [("float16", 16, False), ("float16", 16, True)]
+    assert all(r["rc"] != 0 and "error" in r and "s" not in r for r in recs)
+    assert fa4.cache_env(str(tmp_path)) == {"FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
+                                            "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(tmp_path)}
