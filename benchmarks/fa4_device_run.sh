@@ -10,9 +10,9 @@
 #   call 1, carry [".whl/fa4/a"]:  bash benchmarks/fa4_carry.sh stash .whl/fa4/a && nvidia-smi -L && python3 -c "..."
 #   call 2, carry [".whl/fa4/b"]:  OUT=$OUT bash benchmarks/fa4_device_run.sh
 # Each carry plus the working tree must stay under ~60 MiB (fa4_wheels.py prints both sums). Without call 1's stash
-# this call still runs, without FA4 (its column then absent, with the reason). Knobs: ROUNDS (5), BUDGET_S (560: the
+# (call 2 came to a fresh machine) it stops at once (exit 3) unless NO_FA4_OK=1 (then FA4's column is absent). Knobs: ROUNDS (5), BUDGET_S (560: the
 # whole call), WARM_S (200: FA4's parallel compile), GLUON_S (0: seconds kept for gluon_validate's table with FA4).
-set -u
+set -u -o pipefail
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 ROUNDS=${ROUNDS:-5}
@@ -22,10 +22,15 @@ T0=$(date +%s)
 left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - T0) )); }
 {
 log start
-if ! ENV_LINE=$(bash benchmarks/fa4_carry.sh unpack .whl/fa4/b .whl/fa4/a); then
-  log "FA4 wheels missing or broken (was call 1's stash made on this machine?): the run goes on without FA4"
-else
+if ENV_LINE=$(bash benchmarks/fa4_carry.sh unpack .whl/fa4/b .whl/fa4/a); then
   eval "$ENV_LINE"
+elif [ "${NO_FA4_OK:-0}" = 1 ]; then
+  log "FA4 wheels missing or broken: the run goes on without FA4 (NO_FA4_OK=1)"
+else
+  # a fresh machine (call 1's stash went with the last one): stop now rather than spend the call on a table
+  # without the column it is for; repeat call 1 and then this call at once
+  log "FA4 wheels missing or broken (no stash from call 1 on this machine?): stopping; NO_FA4_OK=1 runs anyway"
+  exit 3
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4_cache
