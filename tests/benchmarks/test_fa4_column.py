@@ -224,3 +224,13 @@ def test_warm_runs_one_process_per_shape_and_reports_each(use_fa4, tmp_path):
     assert all(r["rc"] != 0 and "error" in r and "s" not in r for r in recs)
     assert fa4.cache_env(str(tmp_path)) == {"FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "1",
                                             "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR": str(tmp_path)}
+
+
+def test_compile_one_warms_fa4_and_the_course_kernels_each_step_on_its_own(use_fa4):
+    seen = []
+    use_fa4(fake_fa4(seen=seen))
+    out = fa4.compile_one("float16", 16, True, 32, tokens=64, width=32, device="cpu")
+    assert out["fa4_errors"] == [] and seen == [(2, 32, 2, 16)] * 2         # forward, then forward for backward
+    assert len(out["course_errors"]) == 2                                     # Gluon (no Hopper here): fwd and bwd
+    assert all("gluon" in e.lower() or "hopper" in e.lower() for e in out["course_errors"]), out["course_errors"]
+    assert out["fa4_s"] >= 0 and out["course_s"] >= 0
