@@ -39,7 +39,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'CUDA', torc
 torch.backends.cudnn.version(), 'triton', triton.__version__)"
 python3 -c "import cutlass, flash_attn.cute as f; print('cutlass-dsl', cutlass.__version__, 'flash_attn.cute', \
 f.__file__)" 2>&1 | tail -3
-log "FA4: compile the grid's kernels in parallel (disk cache)"
+log "compile the grid's kernels (FA4's, the course's) in parallel, into their disk caches"
 timeout "${WARM_S:-200}" python3 -m benchmarks.gluon_bench.fa4 --warm --n 8192 --jobs 8 --timeout-s "${WARM_S:-200}" \
     2>&1 | quiet | cut -c1-400
 log "attention_speed: N=8192, $ROUNDS rounds ($(left) s left)"
