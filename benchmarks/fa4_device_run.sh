@@ -11,7 +11,7 @@
 #   call 2, carry [".whl/fa4/b"]:  OUT=$OUT bash benchmarks/fa4_device_run.sh
 # Each carry plus the working tree must stay under ~60 MiB (fa4_wheels.py prints both sums). Without call 1's stash
 # (call 2 came to a fresh machine) it stops at once (exit 3) unless NO_FA4_OK=1 (then FA4's column is absent). Knobs: ROUNDS (5), BUDGET_S (560: the
-# whole call), WARM_S (200: FA4's parallel compile), GLUON_S (0: seconds kept for gluon_validate's table with FA4).
+# whole call), WARM_S (200: the parallel compile), GLUON_S (0: seconds kept for gluon_validate's table with FA4).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}; mkdir -p "$O"
