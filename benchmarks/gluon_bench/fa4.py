@@ -52,9 +52,10 @@ def _func():
             _state["func"], _state["version"] = _load()
         except Exception as exc:  # not installed, or its CUDA libraries do not load here
             _state["func"], _state["version"] = None, None
-            _state["why"] = (f"flash-attn-4 not importable ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-                             if str(exc) else f"flash-attn-4 not importable ({type(exc).__name__}") + \
-                "); optional: pip install flash-attn-4 (a Hopper or Blackwell GPU)"
+            detail = f": {str(exc).splitlines()[0][:200]}" if str(exc) else ""
+            _state["why"] = (f"flash-attn-4 not importable ({type(exc).__name__}{detail}); optional: "
+                             'pip install --pre flash-attn-4 ("flash-attn-4[cu13]" for a CUDA 13 torch; a Hopper '
+                             "or Blackwell GPU)")
     if _state["func"] is None:
         raise RuntimeError(_state["why"])
     return _state["func"]
