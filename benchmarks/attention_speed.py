@@ -222,11 +222,13 @@ def timed_call(fn, q, k, v, do, causal, mode):
 
 
 def time_calls(fns: dict, timer=None, rounds: int = 1, warmup=10, rep=40, seed=0):
-    """({name: [ms per round]}, {name: error}): ``timer(fn)`` once per implementation where given (a test's stub),
-    else :func:`benchmarks.gluon_bench.timing.time_rounds`: ``rounds`` rounds, every implementation once per round in a
-    fresh (seeded) order, each a ``triton.testing.do_bench`` median."""
-    if timer is None:
+    """({name: [ms per round]}, {name: error}): on a GPU :func:`benchmarks.gluon_bench.timing.time_rounds`:
+    ``rounds`` rounds, every implementation once per round in a fresh (seeded) order, each a
+    ``triton.testing.do_bench`` median; ``timer(fn)`` once per implementation where given (a test's stub), and in
+    the interpreter flashsim.measure.bench (wall clock)."""
+    if timer is None and not kernels.INTERPRETER:
         return timing.time_rounds(fns, warmup, rep, rounds=rounds, seed=seed)
+    timer = timer or (lambda fn: bench(fn, warmup=warmup, rep=rep))
     per, errors = {}, {}
     for name, fn in fns.items():
         try:

@@ -209,6 +209,7 @@ def test_rounds_time_every_column_interleaved_and_ratio_per_round(speed, use_fa4
         per["fa4"] = [0.5, 1.0, 2.0]
         return per, {}
     monkeypatch.setattr(timing, "time_rounds", rounds)
+    monkeypatch.setattr(speed.kernels, "INTERPRETER", False)   # as on a GPU: interleaved rounds, not wall clock
     r = speed.time_row(dict(ROW, mode="bwd"), impls=("ours", "fa4", "flash"), device="cpu", rounds=3)
     assert seen["rounds"] == 3 and {"fa4", "flash", "ours_triton"} <= set(seen["names"])
     assert r["rounds_ms"]["fa4"] == [0.5, 1.0, 2.0] and r["ms"]["fa4"] == 1.0
@@ -234,3 +235,10 @@ def test_compile_one_warms_fa4_and_the_course_kernels_each_step_on_its_own(use_f
     assert len(out["course_errors"]) == 2                                     # Gluon (no Hopper here): fwd and bwd
     assert all("gluon" in e.lower() or "hopper" in e.lower() for e in out["course_errors"]), out["course_errors"]
     assert out["fa4_s"] >= 0 and out["course_s"] >= 0
+
+
+def test_in_the_interpreter_rows_are_timed_by_wall_clock(speed, use_fa4, monkeypatch):
+    use_fa4(fake_fa4())
+    monkeypatch.setattr(timing, "time_rounds", lambda *a, **kw: pytest.fail("do_bench rounds need a GPU"))
+    r = speed.time_row(dict(ROW, mode="fwd"), impls=("ours", "fa4"), device="cpu", rounds=5)
+    assert {"ours", "ours_triton", "fa4"} <= set(r["ms"]) and all(x > 0 for x in r["ms"].values())
