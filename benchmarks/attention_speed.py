@@ -521,8 +521,8 @@ def plot(result: dict, figure: str) -> None:
     rows = result["rows"]
     panels = [(d, c) for d in (64, 128) for c in (False, True)]
     fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), sharex=True)
-    colors = {"ours": "C3", "ours_triton": "C4", "ours_gluon": "C5", "flash": "C0", "cudnn": "C2", "efficient": "C1",
-              "naive": "C7"}
+    colors = {"ours": "C3", "ours_triton": "C4", "ours_gluon": "C5", "fa4": "C6", "flash": "C0", "cudnn": "C2",
+              "efficient": "C1", "naive": "C7"}
     for i, mode in enumerate(("fwd", "bwd")):
         for j, (d, causal) in enumerate(panels):
             ax = axes[i, j]
@@ -546,8 +546,10 @@ def plot(result: dict, figure: str) -> None:
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
     v = result["versions"]
-    fig.suptitle(f"Attention speed on {v.get('gpu')}: flashsim's kernels (ours: the faster) vs PyTorch SDPA backends "
-                 f"(torch {v.get('torch')}, triton {v.get('triton')}, {v.get('date_utc', '')[:10]})", fontsize=11)
+    fa4_note = ("FlashAttention-4 and " if any("fa4" in r.get("tflops", {}) for r in rows) else "")
+    fig.suptitle(f"Attention speed on {v.get('gpu')}: flashsim's kernels (ours: the faster) vs {fa4_note}PyTorch SDPA "
+                 f"backends (torch {v.get('torch')}, triton {v.get('triton')}, {v.get('date_utc', '')[:10]})",
+                 fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 0.96))
     os.makedirs(os.path.dirname(os.path.abspath(figure)), exist_ok=True)
     fig.savefig(figure, dpi=110)

@@ -242,3 +242,15 @@ def test_in_the_interpreter_rows_are_timed_by_wall_clock(speed, use_fa4, monkeyp
     monkeypatch.setattr(timing, "time_rounds", lambda *a, **kw: pytest.fail("do_bench rounds need a GPU"))
     r = speed.time_row(dict(ROW, mode="fwd"), impls=("ours", "fa4"), device="cpu", rounds=5)
     assert {"ours", "ours_triton", "fa4"} <= set(r["ms"]) and all(x > 0 for x in r["ms"].values())
+
+
+def test_the_figure_draws_the_fa4_column(speed, tmp_path):
+    rows = []
+    for d, n in ((64, 4096), (64, 8192)):
+        r = dict(mode="fwd", dtype="float16", d=d, causal=False, n=n, batch=2, heads=32, check={"pass": True},
+                 errors={}, ms={"ours": 1.0, "fa4": 0.9, "cudnn": 1.1})
+        r["tflops"] = {k: 1e3 / v for k, v in r["ms"].items()}
+        rows.append(speed.add_verdicts(r))
+    fig = tmp_path / "f.png"
+    speed.plot({"versions": {"gpu": "test"}, "rows": rows}, str(fig))
+    assert fig.stat().st_size > 10_000
