@@ -18,6 +18,7 @@ not fit one call, so this script (run where pip reaches PyPI):
 ``benchmarks/fa4_carry.sh`` is the GPU machine's side (stash, join, unpack, PYTHONPATH). Usage, here:
 
     .venv/bin/python benchmarks/fa4_wheels.py [--whl /work/main/.whl] [--part-a-mib 38] [--no-download]
+    .venv/bin/python benchmarks/fa4_wheels.py --check     # before the calls: each call's MiB, working tree included
 
 The CUDA-13 flavour only: the GPU image's torch is built for CUDA 13 and its driver reports CUDA 13, and the DSL
 picks the newest flavour the driver supports among those present (``cutlass/_mlir/_mlir_libs/__init__.py``).
@@ -152,8 +153,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--part-a-mib", type=float, default=38.0, help="size of part A (call 1's carry), MiB")
     ap.add_argument("--no-download", action="store_true", help="use the wheels already in --whl")
     ap.add_argument("--repo", default=HERE, help="the checkout whose working tree travels (for the size check)")
+    ap.add_argument("--check", action="store_true",
+                    help="only print what each call carries, from the parts already in --whl (before the calls)")
     args = ap.parse_args(argv)
-    sizes = prepare(args.whl, args.part_a_mib, fetch=not args.no_download)
+    if args.check:
+        sizes = {f"{x}_mib": folder_mib(os.path.join(args.whl, "fa4", x)) for x in ("a", "b")}
+    else:
+        sizes = prepare(args.whl, args.part_a_mib, fetch=not args.no_download)
     sizes["tree_mib"] = tree_mib(args.repo)
     for call, key in (("call 1", "a_mib"), ("call 2", "b_mib")):
         total = sizes[key] + sizes["tree_mib"]
