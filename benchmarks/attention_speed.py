@@ -1,30 +1,39 @@
-"""Attention speed: the course's FlashAttention Triton kernel next to PyTorch SDPA's backends and naive PyTorch.
+"""Attention speed: the course's FlashAttention kernels next to FlashAttention-4, PyTorch SDPA's backends and naive
+PyTorch.
 
 On the GPU machine (imports only torch, triton, numpy, tqdm; matplotlib only for the figure):
 
-    PYTHONPATH=$PWD python benchmarks/attention_speed.py --out $OUT [--quick] [--budget-s 240]
+    PYTHONPATH=$PWD python benchmarks/attention_speed.py --out $OUT [--quick] [--budget-s 240] [--rounds 5]
+        [--ns 8192] [--ds 64,128] [--modes fwd,bwd] [--only-dtype float16]
 
 Grid (issue 5): modes fwd and bwd, fp16 and bf16, d in {64, 128}, causal or not, N in {1024, ..., 16384},
 batch = 16384/N, heads = 2048/d (so every row has the same 16384 tokens x 2048 channels). ``--quick``: fp16 only,
-N in {1024, 4096, 16384}. Rows run in priority order (fp16 first) and the JSON is rewritten after every row, so a
-run cut short by ``--budget-s`` or a timeout still leaves every finished row on disk.
+N in {1024, 4096, 16384}; ``--ns``, ``--ds``, ``--modes`` pick rows. Rows run in priority order (fp16 first) and the
+JSON (and its markdown table) is rewritten after every row, so a run cut short by ``--budget-s`` or a timeout still
+leaves every finished row on disk.
 
 Implementations: the course's kernels (flashsim.kernels: flash_forward, and flash_backward through autograd),
 ``ours_triton`` (the Triton kernels of chapters 05-12, ``gluon=False``) and ``ours_gluon`` (the Gluon Hopper
 kernels of chapter 14, ``gluon=True``, both passes; a recorded error off Hopper), and ``ours``, the faster of the
-two in that row (not timed again: ``ours_is`` names which), SDPA with one backend forced via
+two in that row (not timed again: ``ours_is`` names which), ``fa4``: FlashAttention-4 (``flash-attn-4``, its CuTe
+DSL sm90/sm100 kernels, benchmarks/gluon_bench/fa4.py), an optional reference: where it does not import or has no
+kernels for the GPU, the column is absent and the JSON's ``absent`` says why; SDPA with one backend forced via
 ``torch.nn.attention.sdpa_kernel`` (``flash`` = FlashAttention-2, ``cudnn``, ``efficient``), and ``naive``
 (matmul, softmax, matmul; S and P in HBM; only up to ``--naive-max-n``, as it needs O(N^2) memory).
 
 FLOPs, FA2 convention: 4*B*H*N^2*d forward, halved when causal; backward 2.5x the forward. Times: median of
 ``triton.testing.do_bench`` (flashsim.measure.bench). bwd times one backward pass (torch.autograd.grad with
-retain_graph) of a forward done beforehand, for every implementation alike.
+retain_graph) of a forward done beforehand, for every implementation alike. ``--rounds R``: every implementation of a
+row is timed once per round, in a fresh order each round (benchmarks/gluon_bench/timing.py's interleaved rounds),
+R rounds; a time is the median over rounds and a ratio the median of the per-round ratios (with their min and max),
+so that clock drift within a row reaches every column alike.
 
 Correctness is checked before timing, on every row: each implementation runs once on the row's own random inputs
 and its output (and dq, dk, dv in bwd) on a slice (batch 0, heads 0-1, all N rows) is compared with float64 SDPA
 (math backend) of that slice; ours must be finite and within 2x the error of torch's own SDPA (default backend)
-in the same dtype, and so must every course kernel that ran (a row passes only if all of them do). ``--sweep``: with the budget left after the grid, our kernels at other block sizes, warps and
-pipeline stages (fp16, N=8192), as tuning data.
+in the same dtype, and so must every course kernel that ran (a row passes only if all of them do); FA4 gets the same
+check (its verdict ``check.fa4.ok``; it does not decide the row). ``--sweep``: with the budget left after the grid,
+our kernels at other block sizes, warps and pipeline stages (fp16, N=8192), as tuning data.
 
 The FA2 backward with dQ by atomic adds, which earlier runs timed here as ``ours_atomic``, is an experiment now:
 ``benchmarks/experiments/atomic_bwd.py``.
@@ -51,13 +60,20 @@ from flashsim import kernels  # noqa: E402  (cheap: the kernels, torch and trito
 from flashsim.kernels.runtime import select_backend  # noqa: E402
 from flashsim.measure import bench  # noqa: E402
 from flashsim.measure.provenance import run_info  # noqa: E402
+from benchmarks.gluon_bench import fa4, timing  # noqa: E402  (FA4's guarded import; interleaved rounds)
 
-IMPLS = ("ours", "ours_triton", "ours_gluon", "flash", "cudnn", "efficient", "naive")
+IMPLS = ("ours", "ours_triton", "ours_gluon", "fa4", "flash", "cudnn", "efficient", "naive")
 #: the course's kernels: ``ours`` is the faster of those that ran and passed the check in a row
 COURSE = ("ours_triton", "ours_gluon")
+#: the implementations that get a correctness verdict (``ok``): ours, the course's kernels, and the FA4 reference
+CHECKED = ("ours",) + COURSE + ("fa4",)
 #: the issue's targets: (mode, baseline) -> minimum ours/baseline ratio, for rows with N >= TARGET_MIN_N
 TARGETS = {("fwd", "flash"): 1.1, ("fwd", "cudnn"): 0.9, ("bwd", "flash"): 1.1}
 TARGET_MIN_N = 2048
+#: issue 30's targets against FlashAttention-4, for rows with N >= FA4_TARGET_MIN_N (kept apart from TARGETS, which
+#: chapter 14's headline reads)
+FA4_TARGETS = {("fwd", "fa4"): 1.0, ("bwd", "fa4"): 0.95}
+FA4_TARGET_MIN_N = 4096
 TOKENS, WIDTH = 16384, 2048          # batch * N and heads * d of every row
 
 
@@ -128,6 +144,8 @@ def implementation(name):
         return lambda q, k, v, causal: _ours(q, k, v, causal, gluon=True)
     if name == "naive":
         return _naive
+    if name == "fa4":
+        return fa4.attention
     if name == "torch":                        # torch's own choice of backend: the error yardstick
         import torch.nn.functional as F
         return lambda q, k, v, causal: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -173,7 +191,7 @@ def check_correct(q, k, v, do, causal, mode, impls) -> dict:
             res[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
     yard = res.get("torch", {})
     for name in impls:
-        if name in ("ours",) + COURSE and "error" not in res[name]:
+        if name in CHECKED and "error" not in res[name]:
             res[name]["ok"] = bool(res[name]["finite"] and "error" not in yard
                                    and all(res[name][key] <= 2 * yard[key] for key in ref))
     ours = res.get("ours", {})
@@ -181,43 +199,86 @@ def check_correct(q, k, v, do, causal, mode, impls) -> dict:
     return res
 
 
-def time_row(row: dict, impls=IMPLS, timer=None, naive_max_n: int = 4096, device=None, warmup=10,
-             rep=40) -> dict:
-    """Check and time one row; returns the row with 'ms', 'tflops', 'errors', ratios and target verdicts."""
+def _error(exc) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
+def timed_call(fn, q, k, v, do, causal, mode):
+    """The no-argument call that is timed for one implementation, after one untimed call (compile, plan): fwd its
+    forward without autograd, bwd ``torch.autograd.grad`` of a forward done here, kept (retain_graph)."""
     import torch
+    if mode == "fwd":
+        def call():
+            with torch.no_grad():
+                return fn(q, k, v, causal)
+    else:
+        xs = [x.detach().requires_grad_() for x in (q, k, v)]
+        o = fn(*xs, causal)
+
+        def call():
+            return torch.autograd.grad(o, xs, do, retain_graph=True)
+    call()
+    return call
+
+
+def time_calls(fns: dict, timer=None, rounds: int = 1, warmup=10, rep=40, seed=0):
+    """({name: [ms per round]}, {name: error}): on a GPU :func:`benchmarks.gluon_bench.timing.time_rounds`:
+    ``rounds`` rounds, every implementation once per round in a fresh (seeded) order, each a
+    ``triton.testing.do_bench`` median; ``timer(fn)`` once per implementation where given (a test's stub), and in
+    the interpreter flashsim.measure.bench (wall clock)."""
+    if timer is None and not kernels.INTERPRETER:
+        return timing.time_rounds(fns, warmup, rep, rounds=rounds, seed=seed)
     timer = timer or (lambda fn: bench(fn, warmup=warmup, rep=rep))
+    per, errors = {}, {}
+    for name, fn in fns.items():
+        try:
+            per[name] = [float(timer(fn))]
+        except Exception as exc:
+            errors[name] = _error(exc)
+    return per, errors
+
+
+def time_row(row: dict, impls=IMPLS, timer=None, naive_max_n: int = 4096, device=None, warmup=10,
+             rep=40, rounds: int = 1) -> dict:
+    """Check and time one row; returns the row with 'ms', 'tflops', 'errors', ratios and target verdicts (and, where
+    an optional implementation cannot run here, 'absent': why)."""
+    import statistics
+
+    import torch
     if device is None:
         device = "cpu" if kernels.INTERPRETER else "cuda"
     dtype = getattr(torch, row["dtype"])
     B, H, N, d, causal, mode = row["batch"], row["heads"], row["n"], row["d"], row["causal"], row["mode"]
     impls = [i for i in impls if not (i == "naive" and N > naive_max_n)]
-    torch.manual_seed(zlib.crc32(repr(sorted(row.items())).encode()))      # fresh random inputs each row
-    q, k, v, do = (torch.randn(B, H, N, d, device=device, dtype=dtype) for _ in range(4))
     out = dict(row)
+    if "fa4" in impls:
+        ok, why = fa4.available(device)
+        if not ok:                                  # optional: its column is absent, with the reason
+            impls = [i for i in impls if i != "fa4"]
+            out["absent"] = {"fa4": why}
+    seed = zlib.crc32(repr(sorted(row.items())).encode())
+    torch.manual_seed(seed)                                             # fresh random inputs each row
+    q, k, v, do = (torch.randn(B, H, N, d, device=device, dtype=dtype) for _ in range(4))
     out["flops"] = flops(mode, B, H, N, d, causal)
     derived = "ours" in impls                    # ours = the faster course kernel: timed as those, not again
     if derived:
         impls = [i for i in impls if i != "ours"] + [c for c in COURSE if c not in impls]
     out["check"] = check_correct(q, k, v, do, causal, mode, impls)
-    out["ms"], out["errors"] = {}, {}
+    fns, out["errors"] = {}, {}
     for name in impls:
-        fn = implementation(name)
         try:
-            if mode == "fwd":
-                with torch.no_grad():
-                    fn(q, k, v, causal)                           # compile / plan outside the timing
-                    ms = timer(lambda: fn(q, k, v, causal))
-            else:
-                xs = [x.detach().requires_grad_() for x in (q, k, v)]
-                o = fn(*xs, causal)
-                torch.autograd.grad(o, xs, do, retain_graph=True)
-                ms = timer(lambda: torch.autograd.grad(o, xs, do, retain_graph=True))
-                del o, xs
-            out["ms"][name] = float(ms)
+            fns[name] = timed_call(implementation(name), q, k, v, do, causal, mode)
         except Exception as exc:
-            out["errors"][name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-        if device == "cuda":
-            torch.cuda.empty_cache()
+            out["errors"][name] = _error(exc)
+    per, errors = time_calls(fns, timer, rounds, warmup, rep, seed=seed % 1000)
+    out["errors"].update(errors)
+    out["ms"] = {name: statistics.median(x for x in per[name] if x is not None) for name in fns
+                 if any(x is not None for x in per.get(name, ()))}
+    if timer is None:
+        out["rounds_ms"] = {name: per[name] for name in out["ms"]}
+    del fns
+    if device == "cuda":
+        torch.cuda.empty_cache()
     if derived:
         choose_ours(out)
     out["tflops"] = {name: out["flops"] / ms / 1e9 for name, ms in out["ms"].items() if ms > 0}
@@ -239,15 +300,41 @@ def choose_ours(out: dict) -> dict:
     return out
 
 
+#: what ``ours`` is compared with in each row (ratio = ours' speed / theirs)
+BASELINES = ("ours_triton", "ours_gluon", "fa4", "flash", "cudnn", "efficient", "naive")
+
+
+def _ratio(r: dict, num: str, den: str):
+    """(median, low, high) of num's time / den's: per interleaved round where the row has 2+ rounds of both
+    (:func:`benchmarks.gluon_bench.timing.round_ratio`), else (x, x, x) from the two medians; None if one is absent."""
+    ms, per = r.get("ms", {}), r.get("rounds_ms") or {}
+    if num not in ms or den not in ms or not ms[den] > 0:
+        return None
+    if len(per.get(num) or ()) > 1 and len(per.get(den) or ()) > 1:
+        got = timing.round_ratio(per, num, den)
+        if got is not None:
+            return got
+    x = ms[num] / ms[den]
+    return x, x, x
+
+
 def add_verdicts(r: dict) -> dict:
-    """ours/baseline speed ratios and, where the issue sets one, whether the row meets the target."""
-    ms = r.get("ms", {})
-    r["ratio"] = {b: ms[b] / ms["ours"] for b in ("ours_triton", "ours_gluon", "flash", "cudnn", "efficient", "naive")
-                  if "ours" in ms and b in ms and ms["ours"] > 0}
+    """ours/baseline speed ratios (per interleaved round where timed so: ``ratio_range`` their min and max), FA4's
+    speed over cuDNN's, and, where an issue sets one, whether the row meets the target."""
+    r["ratio"], r["ratio_range"] = {}, {}
+    for b in BASELINES:
+        got = _ratio(r, b, r.get("ours_is") or "ours") if "ours" in r.get("ms", {}) else None
+        if got is not None:
+            r["ratio"][b], r["ratio_range"][b] = got[0], [got[1], got[2]]
+    fa4_cudnn = _ratio(r, "cudnn", "fa4")
+    if fa4_cudnn is not None:
+        r["fa4_vs_cudnn"] = fa4_cudnn[0]
     r["targets"] = {}
-    if r["n"] >= TARGET_MIN_N:
-        for (mode, base), need in TARGETS.items():
-            if mode == r["mode"]:
+    for table_, min_n in ((TARGETS, TARGET_MIN_N), (FA4_TARGETS, FA4_TARGET_MIN_N)):
+        for (mode, base), need in table_.items():
+            if table_ is FA4_TARGETS and base not in r["ratio"]:
+                continue                            # FA4 is optional: no verdict where its column is absent
+            if mode == r["mode"] and r["n"] >= min_n:
                 got = r["ratio"].get(base)
                 r["targets"][base] = {"need": need, "got": got, "met": got is not None and got >= need}
     return r
@@ -292,48 +379,68 @@ def versions(command: str | None = None) -> dict:
     info = run_info(command)
     if info["gpu"] is None:
         info["note"] = f"no CUDA GPU: Triton interpreter ({backend.reason}); timings are meaningless"
+    ok, why = fa4.available("cuda" if info["gpu"] else "cpu")
+    info["flash_attn_4"] = fa4.version() if ok else f"absent: {why}"
     return info
 
 
-def save(result: dict, path: str) -> None:
+def save(result: dict, path: str, md: bool = False) -> None:
+    """The JSON at path (written whole, then renamed); ``md``: its markdown table beside it (path's .md)."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(result, f, indent=1)
     os.replace(tmp, path)
+    if md:
+        with open(tmp, "w") as f:
+            f.write(markdown(result, os.path.basename(path)))
+        os.replace(tmp, os.path.splitext(path)[0] + ".md")
 
 
 def fmt(x, spec=".0f", none="-"):
     return none if x is None else format(x, spec)
 
 
+def fa4_verdict(r: dict) -> str:
+    """FA4's correctness in a row: "ok", "BAD" (over 2x torch's error, or not finite), "err" (raised), "-" (absent)."""
+    c = r.get("check", {}).get("fa4")
+    if c is None:
+        return "-"
+    return "err" if "error" in c else ("ok" if c.get("ok") else "BAD")
+
+
 def table(rows: list[dict]) -> str:
-    head = ("mode dtype     d causal     N   B   H |   ours ours_t ours_g  flash  cudnn   eff  naive | "
-            "ours/fla ours/cud | ok  targets")
+    head = ("mode dtype     d causal     N   B   H |   ours ours_t ours_g    fa4  flash  cudnn   eff  naive | "
+            "ours/fla ours/cud ours/fa4 fa4/cud | ok  fa4 targets")
     lines = [head, "-" * len(head)]
     for r in rows:
         t = r.get("tflops", {})
         tg = r.get("targets", {})
-        verdict = " ".join(f"{b}:{'met' if v['met'] else 'MISS'}" for b, v in tg.items()) or "(N<2048)"
+        verdict = " ".join(f"{b}:{'met' if v['met'] else 'MISS'}" for b, v in tg.items()) or f"(N<{TARGET_MIN_N})"
         lines.append(f"{r['mode']:4} {r['dtype']:8} {r['d']:3} {str(r['causal']):6} {r['n']:5} {r['batch']:3} "
                      f"{r['heads']:3} | " + " ".join(f"{fmt(t.get(i)):>6}" for i in IMPLS) + " | "
-                     f"{fmt(r['ratio'].get('flash'), '.2f'):>8} {fmt(r['ratio'].get('cudnn'), '.2f'):>8} | "
-                     f"{'ok' if r['check']['pass'] else 'BAD':3} {verdict}")
+                     f"{fmt(r['ratio'].get('flash'), '.2f'):>8} {fmt(r['ratio'].get('cudnn'), '.2f'):>8} "
+                     f"{fmt(r['ratio'].get('fa4'), '.2f'):>8} {fmt(r.get('fa4_vs_cudnn'), '.2f'):>7} | "
+                     f"{'ok' if r['check']['pass'] else 'BAD':3} {fa4_verdict(r):3} {verdict}")
     return "\n".join(lines)
 
 
 def run(args) -> dict:
     import torch
     from tqdm import tqdm
-    rows = make_grid(args.quick)
+    rows = make_grid(args.quick, ns=args.ns, ds=args.ds or (64, 128), modes=args.modes or ("fwd", "bwd"))
     if args.only_dtype:
         rows = [r for r in rows if r["dtype"] == args.only_dtype]
     date = time.strftime("%Y-%m-%d", time.gmtime())
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"attention_speed_{date}.json")
     result = {"versions": versions(args.command), "args": vars(args), "tflops_convention":
-              "4*B*H*N^2*d fwd, x0.5 causal, x2.5 bwd; time = median of triton.testing.do_bench",
+              "4*B*H*N^2*d fwd, x0.5 causal, x2.5 bwd; time = median of triton.testing.do_bench"
+              + (f", median over {args.rounds} interleaved rounds; ratios: median of the per-round ratios"
+                 if args.rounds > 1 else ""),
+              "rounds": args.rounds,
               "targets": {f"{m} ours/{b}": v for (m, b), v in TARGETS.items()}, "target_min_n": TARGET_MIN_N,
-              "rows": [], "skipped": [], "complete": False}
+              "fa4_targets": {f"{m} ours/{b}": v for (m, b), v in FA4_TARGETS.items()},
+              "fa4_target_min_n": FA4_TARGET_MIN_N, "rows": [], "skipped": [], "complete": False}
     print(json.dumps(result["versions"]), flush=True)
     t0 = time.time()
     bar = tqdm(rows, desc="attention_speed", file=sys.stdout, mininterval=5)
@@ -342,10 +449,10 @@ def run(args) -> dict:
             result["skipped"] = rows[i:]
             bar.write(f"budget of {args.budget_s:.0f} s spent: {len(rows) - i} rows not run")
             break
-        r = time_row(row, naive_max_n=args.naive_max_n, warmup=args.warmup, rep=args.rep)
+        r = time_row(row, naive_max_n=args.naive_max_n, warmup=args.warmup, rep=args.rep, rounds=args.rounds)
         r["elapsed_s"] = round(time.time() - t0, 1)
         result["rows"].append(r)
-        save(result, path)
+        save(result, path, md=True)
         bar.write(table([r]).splitlines()[-1] + (f"  errors: {r['errors']}" if r["errors"] else ""))
         torch.cuda.empty_cache() if torch.cuda.is_available() else None
     else:
@@ -367,7 +474,7 @@ def run(args) -> dict:
             save(result, path)
             print("sweep", json.dumps(r), flush=True)
     result["wall_s"] = round(time.time() - t0, 1)
-    save(result, path)
+    save(result, path, md=True)
     print(f"\nwrote {path} ({len(result['rows'])}/{len(rows)} rows, {result['wall_s']} s)\n")
     print(table(result["rows"]))
     print(summary(result))
@@ -379,13 +486,30 @@ def summary(result: dict) -> str:
     tg = [(r, b, v) for r in rows for b, v in r.get("targets", {}).items()]
     met = sum(v["met"] for _, _, v in tg)
     lines = [f"correctness: {sum(r['check']['pass'] for r in rows)}/{len(rows)} rows pass (ours <= 2x torch's error)",
-             f"targets (N >= {TARGET_MIN_N}): {met}/{len(tg)} met"]
-    for (mode, base), need in TARGETS.items():
+             f"targets (N >= {TARGET_MIN_N}; against FA4 N >= {FA4_TARGET_MIN_N}): {met}/{len(tg)} met"]
+    for (mode, base), need in {**TARGETS, **FA4_TARGETS}.items():
         got = [v["got"] for r, b, v in tg if r["mode"] == mode and b == base and v["got"] is not None]
         if got:
             lines.append(f"  {mode} ours/{base} >= {need}: {sum(g >= need for g in got)}/{len(got)} rows; "
-                         f"min {min(got):.2f}, median {sorted(got)[len(got) // 2]:.2f}, max {max(got):.2f}")
+                         f"{_spread(got)}")
+    verdicts = [fa4_verdict(r) for r in rows]
+    if any(x != "-" for x in verdicts):
+        lines.append(f"FA4 correct (<= 2x torch's error): {verdicts.count('ok')}/{len(rows)} rows")
+        for mode in ("fwd", "bwd"):
+            for what, key in (("FA4/cuDNN", None), ("ours/FA4", "fa4")):
+                got = [r.get("fa4_vs_cudnn") if key is None else r["ratio"].get(key) for r in rows
+                       if r["mode"] == mode]
+                got = [x for x in got if x is not None]
+                if got:
+                    lines.append(f"  {mode} {what} (speed): {_spread(got)} over {len(got)} rows")
+    absent = {why for r in rows for why in (r.get("absent") or {}).values()}
+    lines += [f"FA4 column absent: {why}" for why in sorted(absent)]
     return "\n".join(lines)
+
+
+def _spread(xs) -> str:
+    xs = sorted(xs)
+    return f"min {xs[0]:.2f}, median {xs[len(xs) // 2]:.2f}, max {xs[-1]:.2f}"
 
 
 # --- figure and markdown (no GPU needed) --------------------------------------------------------------------
@@ -397,8 +521,8 @@ def plot(result: dict, figure: str) -> None:
     rows = result["rows"]
     panels = [(d, c) for d in (64, 128) for c in (False, True)]
     fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), sharex=True)
-    colors = {"ours": "C3", "ours_triton": "C4", "ours_gluon": "C5", "flash": "C0", "cudnn": "C2", "efficient": "C1",
-              "naive": "C7"}
+    colors = {"ours": "C3", "ours_triton": "C4", "ours_gluon": "C5", "fa4": "C6", "flash": "C0", "cudnn": "C2",
+              "efficient": "C1", "naive": "C7"}
     for i, mode in enumerate(("fwd", "bwd")):
         for j, (d, causal) in enumerate(panels):
             ax = axes[i, j]
@@ -422,30 +546,43 @@ def plot(result: dict, figure: str) -> None:
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
     v = result["versions"]
-    fig.suptitle(f"Attention speed on {v.get('gpu')}: flashsim's kernels (ours: the faster) vs PyTorch SDPA backends "
-                 f"(torch {v.get('torch')}, triton {v.get('triton')}, {v.get('date_utc', '')[:10]})", fontsize=11)
+    fa4_note = ("FlashAttention-4 and " if any("fa4" in r.get("tflops", {}) for r in rows) else "")
+    fig.suptitle(f"Attention speed on {v.get('gpu')}: flashsim's kernels (ours: the faster) vs {fa4_note}PyTorch SDPA "
+                 f"backends (torch {v.get('torch')}, triton {v.get('triton')}, {v.get('date_utc', '')[:10]})",
+                 fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 0.96))
     os.makedirs(os.path.dirname(os.path.abspath(figure)), exist_ok=True)
     fig.savefig(figure, dpi=110)
     plt.close(fig)
 
 
+def ratio_text(r: dict, base: str) -> str:
+    """ours/base in a markdown cell: the ratio, and its min-max over the interleaved rounds where they differ."""
+    x = r.get("ratio", {}).get(base)
+    if x is None:
+        return "-"
+    lo, hi = (r.get("ratio_range") or {}).get(base, (x, x))
+    return f"{x:.2f}" + ("" if lo == hi else f" ({lo:.2f}-{hi:.2f})")
+
+
 def markdown(result: dict, json_name: str) -> str:
     v = result["versions"]
-    out = [f"# Attention speed on {v.get('gpu')}: ours vs PyTorch SDPA (flash, cuDNN, efficient) and naive", "",
+    out = [f"# Attention speed on {v.get('gpu')}: ours vs FlashAttention-4, PyTorch SDPA (flash, cuDNN, efficient) "
+           "and naive", "",
            f"- date (UTC): {v.get('date_utc')}; GPU: {v.get('gpu')} ({v.get('sms')} SMs); nvidia-smi "
            f"(driver, SM/mem clocks, max SM clock, power limit): {v.get('driver') or v.get('driver_clocks')}",
            f"- python {v.get('python')}, torch {v.get('torch')} (CUDA {v.get('cuda')}, cuDNN {v.get('cudnn')}), "
-           f"triton {v.get('triton')}, numpy {v.get('numpy')}",
+           f"triton {v.get('triton')}, numpy {v.get('numpy')}, flash-attn-4 {v.get('flash_attn_4', '-')}",
            f"- command: `{v.get('command')}`",
            f"- full numbers: `{json_name}`; figure: `figures/speed_h200.png`",
            f"- {result['tflops_convention']}; rows: {len(result['rows'])}"
            + ("" if result.get("complete") else f" (run cut short: {len(result.get('skipped', []))} rows not run)"),
            "", "## Summary", "", "```", summary(result), "```", "",
            "## Table (TFLOP/s; ratios = ours' speed / baseline's speed)", "",
-           "| mode | dtype | d | causal | N | B | H | ours | ours_triton | ours_gluon | flash | cuDNN | efficient | "
-           "naive | ours/flash | ours/cuDNN | ours is | correct | targets (N >= 2048) |",
-           "|" + "---|" * 19]
+           "| mode | dtype | d | causal | N | B | H | ours | ours_triton | ours_gluon | FA4 | flash | cuDNN | "
+           "efficient | naive | ours/flash | ours/cuDNN | ours/FA4 | FA4/cuDNN | ours is | correct | FA4 correct | "
+           f"targets (N >= {TARGET_MIN_N}; FA4: N >= {FA4_TARGET_MIN_N}) |",
+           "|" + "---|" * 23]
     for r in result["rows"]:
         t = r.get("tflops", {})
         tg = "; ".join(f"{b} {v['got']:.2f} vs {v['need']}: "
@@ -453,8 +590,9 @@ def markdown(result: dict, json_name: str) -> str:
                        if v["got"] is not None else f"{b}: no number" for b, v in r.get("targets", {}).items())
         out.append(f"| {r['mode']} | {r['dtype']} | {r['d']} | {r['causal']} | {r['n']} | {r['batch']} | "
                    f"{r['heads']} | " + " | ".join(fmt(t.get(i)) for i in IMPLS) + " | "
-                   f"{fmt(r['ratio'].get('flash'), '.2f')} | {fmt(r['ratio'].get('cudnn'), '.2f')} | "
-                   f"{r.get('ours_is', '-')} | {'yes' if r['check']['pass'] else 'NO'} | {tg or '-'} |")
+                   + " | ".join(ratio_text(r, b) for b in ("flash", "cudnn", "fa4")) + " | "
+                   f"{fmt(r.get('fa4_vs_cudnn'), '.2f')} | {r.get('ours_is', '-')} | "
+                   f"{'yes' if r['check']['pass'] else 'NO'} | {fa4_verdict(r)} | {tg or '-'} |")
     sweep = result.get("sweep") or []
     if sweep:
         out += ["", "## Sweep: our kernels at other block sizes / warps / stages (fp16, N=8192, B=2)", "",
@@ -474,11 +612,20 @@ def markdown(result: dict, json_name: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(","))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(HERE, "benchmarks", "results"), help="folder for the JSON")
     ap.add_argument("--quick", action="store_true", help="fp16 only, N in {1024, 4096, 16384}")
     ap.add_argument("--only-dtype", choices=("float16", "bfloat16"))
+    ap.add_argument("--ns", type=_ints, help="comma-separated sequence lengths (default: the grid's)")
+    ap.add_argument("--ds", type=_ints, help="comma-separated head dims (default: 64,128)")
+    ap.add_argument("--modes", type=lambda x: tuple(x.split(",")), help="fwd, bwd or fwd,bwd (default)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="interleaved timing rounds per row: each implementation once per round, in a fresh order")
     ap.add_argument("--budget-s", type=float, default=1e9, help="start no new row after this many seconds")
     ap.add_argument("--warmup", type=float, default=10, help="do_bench warm-up, ms")
     ap.add_argument("--rep", type=float, default=40, help="do_bench repetition time, ms")

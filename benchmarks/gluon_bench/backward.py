@@ -13,12 +13,12 @@ import time
 import traceback
 from pathlib import Path
 
-from . import timing
-from .checks import gpu64_grads, sdpa_grads, check_bwd_case, check_case, reference, rel_err
+from . import fa4, timing
+from .checks import gpu64_grads, grads_of, sdpa_grads, check_bwd_case, check_case, reference, rel_err
 from .forward import ratio_cell, tflops_cell
 from .loading import load_gluon, versions
-from .timing import (bench, bench_unpoisoned, bwd_flops, bwd_sdpa_fn, flops, put_ratio, round_ratio, sdpa_fn,
-                     time_fns, time_rounds)
+from .timing import (bench, bench_unpoisoned, bwd_flops, bwd_fn, bwd_sdpa_fn, flops, put_ratio, round_ratio,
+                     sdpa_fn, time_fns, time_rounds)
 
 #: backward configurations tried by --tune (keys of flashsim.kernels.gluon.BWD_CONFIGS), per head dim
 BWD_CANDIDATES = {
@@ -45,7 +45,10 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
     forward on the same inputs: cuDNN, SDPA-flash, Gluon, the Triton forward (``flash_forward`` given) and, in fp16
     rows, the Gluon forward with ping-pong off (the ablation chapter 14 shows); ``fwd_committed`` (a full forward
     configuration): also the forward under it (``gluon_committed_fwd``), where the run adopted another one for this
-    row (``--fwd-adopted``), and gluon_fwd_vs_committed, the per-round ratio of the two."""
+    row (``--fwd-adopted``), and gluon_fwd_vs_committed, the per-round ratio of the two.
+    FlashAttention-4 (``fa4``, ``fa4_fwd``; optional: where it is missing, ``fa4_absent`` says why) is checked on
+    the same head against the same float64 gradients and output (``fa4_correct``, ``fa4_fwd_correct``) and timed
+    beside the others."""
     import torch
     from torch.nn.attention import SDPBackend
     B, H = 16384 // N, 2048 // d
@@ -62,6 +65,7 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
     row["err"] = [rel_err(a[:1, hs], r) for a, r in zip((dq, dk, dv), gref)]
     row["err_torch"] = [rel_err(a, r) for a, r in zip(gt, gref)]
     row["correct"] = bool(all(e <= 2 * et + 1e-6 for e, et in zip(row["err"], row["err_torch"])))
+    fa4_out = _fa4_check(row, q, k, v, do, causal, hs, gref)   # (o, dq, dk, dv) on the head, or None
     del gref, gt, dq, dk, dv
     # the forward of this row: its output on one head against float64 torch, then timed below
     qh, kh, vh = (t[:1, hs].double() for t in (q, k, v))
@@ -73,7 +77,10 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
     row["fwd_err"], row["fwd_err_torch"] = rel_err(o[:1, hs], oref), rel_err(sdpa_grads(
         q[:1, hs], k[:1, hs], v[:1, hs], do[:1, hs], causal)[0], oref)
     row["fwd_correct"] = bool(row["fwd_err"] <= 2 * row["fwd_err_torch"] + 1e-6)
-    del oref
+    if fa4_out is not None:
+        row["fa4_fwd_err"] = rel_err(fa4_out[0], oref)
+        row["fa4_fwd_correct"] = bool(row["fa4_fwd_err"] <= 2 * row["fwd_err_torch"] + 1e-6)
+    del oref, fa4_out
     fl_fwd = flops(B, H, N, d, causal)
 
     fwd_fns = {"cudnn_fwd": sdpa_fn(SDPBackend.CUDNN_ATTENTION, q, k, v, causal),
@@ -85,6 +92,8 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
         fwd_fns["gluon_no_pingpong_fwd"] = lambda: g.gluon_forward(q, k, v, causal=causal, pingpong=False)
     if fwd_committed is not None:
         fwd_fns["gluon_committed_fwd"] = lambda: g.gluon_forward(q, k, v, causal=causal, config=fwd_committed)
+    if "fa4_err" in row:
+        fwd_fns["fa4_fwd"] = lambda: fa4.attention(q, k, v, causal)
     per = time_fns(row, fwd_fns, fl_fwd, warmup, rep, suffix="_fwd")
     if fwd_committed is not None:
         row["fwd_committed_config"] = fwd_committed
@@ -97,6 +106,8 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
             fns[name] = bwd_sdpa_fn(backend, q, k, v, do, causal)
         except Exception as exc:
             row[f"{name}_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    if "fa4_err" in row:
+        fns["fa4"] = bwd_fn(fa4.attention, q, k, v, do, causal)
     if flash_backward is not None:
         if with_triton:
             fns["triton"] = lambda: flash_backward(q, k, v, o, lse, do, causal=causal, gluon=False)
@@ -121,6 +132,24 @@ def bwd_time_row(g, flash_backward, dtype, d, causal, N, warmup, rep, configs=No
     return row
 
 
+def _fa4_check(row, q, k, v, do, causal, hs, gref):
+    """FA4's gradients on batch 0, head ``hs`` of the row's inputs against the float64 ones (``gref``), within 2x
+    SDPA's error (``row["err_torch"]``): row["fa4_err"], row["fa4_correct"]; returns its (o, dq, dk, dv) on that
+    head for the forward's check, or None where FA4 is absent (``fa4_absent``: why) or raised (``fa4_error``)."""
+    ok, why = fa4.available(q.device.type)
+    if not ok:
+        row["fa4_absent"] = why
+        return None
+    try:
+        out = [t[:1, hs] for t in grads_of(fa4.attention, q, k, v, do, causal)]
+    except Exception as exc:
+        row["fa4_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        return None
+    row["fa4_err"] = [rel_err(a, r) for a, r in zip(out[1:], gref)]
+    row["fa4_correct"] = bool(all(e <= 2 * et + 1e-6 for e, et in zip(row["fa4_err"], row["err_torch"])))
+    return out
+
+
 def _with_bwd_config(g, key, cfg, fn):
     """fn() while ``g.BWD_CONFIGS[key]`` is ``cfg``: the whole ``flash_backward(gluon=True)`` path (its delta
     preprocess included) under another configuration than the one the run chose."""
@@ -130,6 +159,23 @@ def _with_bwd_config(g, key, cfg, fn):
         return fn()
     finally:
         g.BWD_CONFIGS[key] = old
+
+
+def bwd_table(rows) -> str:
+    """The --bwd run's rows as printed text: backward TFLOP/s and ratios with FA4's columns ("-" where it did not
+    run), then the forward's."""
+    lines = ["\n dtype     d causal     N | cuDNN  flash triton  gluon    fa4  (bwd TFLOP/s) | g/cuDNN g/flash "
+             "g/triton   g/fa4   t/fa4 fa4/cuD | ok fa4ok || fwd: cuDNN  gluon    fa4 g/cuDNN   g/fa4   t/fa4 ok"]
+    for r in rows:
+        t = " ".join(tflops_cell(r, f"{k}_tflops") for k in ("cudnn", "flash", "triton", "gluon", "fa4"))
+        x = " ".join(ratio_cell(r, k) for k in ("gluon_vs_cudnn", "gluon_vs_flash", "gluon_vs_triton", "gluon_vs_fa4",
+                                                "triton_vs_fa4", "fa4_vs_cudnn"))
+        fwd = " ".join(tflops_cell(r, f"{k}_fwd_tflops") for k in ("cudnn", "gluon", "fa4"))
+        fx = " ".join(ratio_cell(r, k) for k in ("gluon_fwd_vs_cudnn", "gluon_fwd_vs_fa4", "triton_fwd_vs_fa4"))
+        lines.append(f" {r['dtype']:8s} {r['d']:3d} {str(r['causal']):6s} {r['N']:5d} |{t}               |{x} | "
+                     f"{r.get('correct', r.get('error', '?'))} {r.get('fa4_correct', '-')} ||{fwd}{fx} "
+                     f"{r.get('fwd_correct', '?')}")
+    return "\n".join(lines)
 
 
 def fwd_by_n(g, warmup, rep):
@@ -478,15 +524,7 @@ def bwd_main(args):
                             print(traceback.format_exc()[-1500:])
                         result["rows"].append(r)
                         save()
-        print("\n dtype     d causal     N | cuDNN  flash triton  gluon  (bwd TFLOP/s) | g/cuDNN g/flash g/triton | ok"
-              " || fwd: cuDNN gluon g/cuDNN ok")
-        for r in result["rows"]:
-            t = " ".join(tflops_cell(r, f"{k}_tflops") for k in ("cudnn", "flash", "triton", "gluon"))
-            x = " ".join(ratio_cell(r, f"gluon_vs_{k}") for k in ("cudnn", "flash", "triton"))
-            fwd = f"{tflops_cell(r, 'cudnn_fwd_tflops')} {tflops_cell(r, 'gluon_fwd_tflops')}"
-            print(f" {r['dtype']:8s} {r['d']:3d} {str(r['causal']):6s} {r['N']:5d} |{t}               |{x} | "
-                  f"{r.get('correct', r.get('error', '?'))} ||{fwd}{ratio_cell(r, 'gluon_fwd_vs_cudnn')} "
-                  f"{r.get('fwd_correct', '?')}")
+        print(bwd_table(result["rows"]))
     save()
     print(f"total {time.time() - t0:.0f} s")
     return 0

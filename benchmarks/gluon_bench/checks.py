@@ -71,16 +71,15 @@ def check_backward_on_lse(g, dtype, d, causal, N):
 
 def sdpa_grads(q, k, v, do, causal, backend=None):
     """(o, dq, dk, dv) of torch SDPA (a given backend, or the default one) in q's dtype."""
-    import torch
+    import contextlib
+
     import torch.nn.functional as F
     from torch.nn.attention import sdpa_kernel
-    qt, kt, vt = (t.detach().clone().requires_grad_() for t in (q, k, v))
-    if backend is None:
-        o = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-    else:
-        with sdpa_kernel(backend):
-            o = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-    return (o, *torch.autograd.grad(o, (qt, kt, vt), do))
+
+    def attention(qt, kt, vt, causal):
+        with contextlib.nullcontext() if backend is None else sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+    return grads_of(attention, q, k, v, do, causal)
 
 
 def gpu64_grads(q, k, v, do, causal, scale):
@@ -124,3 +123,10 @@ def check_bwd_case(g, dtype, d, causal, B, H, N, config=None, seed=0, gpu_ref=Fa
     return dict(dtype=str(dtype).replace("torch.", ""), d=d, causal=causal, B=B, H=H, N=N, config=config,
                 err=errs, err_torch=errs_t, ok=bool(ok))
 
+
+def grads_of(attention, q, k, v, do, causal):
+    """(o, dq, dk, dv) of ``attention(q, k, v, causal) -> o`` (B, H, N, d) through autograd, on copies of q, k, v."""
+    import torch
+    qt, kt, vt = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    o = attention(qt, kt, vt, causal)
+    return (o.detach(), *torch.autograd.grad(o, (qt, kt, vt), do))

@@ -1,10 +1,11 @@
 """The Gluon forward's part of benchmarks/gluon_validate.py: its candidate launch configurations (``--tune``), one
-timed row of the same-run table (cuDNN, SDPA-flash, the course's Triton forward, Gluon, ping-pong off), the table
-as text."""
+timed row of the same-run table (cuDNN, SDPA-flash, the course's Triton forward, Gluon, ping-pong off, and FA4 where
+it is installed), the table as text."""
 from __future__ import annotations
 
 import math
 
+from . import fa4
 from .checks import reference, rel_err
 from .timing import bench, flops, sdpa_fn, time_fns
 
@@ -68,6 +69,15 @@ def time_row(g, flash_forward, dtype, d, causal, N, warmup, rep, ablation):
     o_t = F.scaled_dot_product_attention(q[:, hs], k[:, hs], v[:, hs], is_causal=causal)
     row["err"], row["err_torch"] = rel_err(o[:, hs], ref), rel_err(o_t, ref)
     row["correct"] = bool(row["err"] <= 2 * row["err_torch"] + 1e-6)
+    ok, why = fa4.available(q.device.type)
+    if not ok:
+        row["fa4_absent"] = why
+    else:                                        # FlashAttention-4, optional: the same check, then timed beside
+        try:
+            row["fa4_err"] = rel_err(fa4.attention(q, k, v, causal)[:, hs], ref)
+            row["fa4_correct"] = bool(row["fa4_err"] <= 2 * row["err_torch"] + 1e-6)
+        except Exception as exc:
+            row["fa4_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     del ref, o_t
 
     fns = {"cudnn": sdpa_fn(SDPBackend.CUDNN_ATTENTION, q, k, v, causal),
@@ -77,6 +87,8 @@ def time_row(g, flash_forward, dtype, d, causal, N, warmup, rep, ablation):
         fns["triton"] = lambda: flash_forward(q, k, v, causal=causal)
     if ablation:
         fns["gluon_no_pingpong"] = lambda: g.gluon_forward(q, k, v, causal=causal, pingpong=False)
+    if "fa4_err" in row:
+        fns["fa4"] = lambda: fa4.attention(q, k, v, causal)
     time_fns(row, fns, fl, warmup, rep)
     return row
 
@@ -94,10 +106,13 @@ def ratio_cell(row: dict, key: str) -> str:
 
 
 def print_table(result):
-    print("\n dtype     d causal     N | cuDNN  flash triton  gluon  (TFLOP/s) | g/cuDNN g/flash g/triton | noPP | ok")
+    print("\n dtype     d causal     N | cuDNN  flash triton  gluon    fa4  (TFLOP/s) | g/cuDNN g/flash g/triton   "
+          "g/fa4 fa4/cuD | noPP | ok fa4ok")
     for r in result["rows"]:
-        t = " ".join(tflops_cell(r, f"{k}_tflops") for k in ("cudnn", "flash", "triton", "gluon"))
-        x = " ".join(ratio_cell(r, f"gluon_vs_{k}") for k in ("cudnn", "flash", "triton"))
+        t = " ".join(tflops_cell(r, f"{k}_tflops") for k in ("cudnn", "flash", "triton", "gluon", "fa4"))
+        x = " ".join(ratio_cell(r, k) for k in ("gluon_vs_cudnn", "gluon_vs_flash", "gluon_vs_triton", "gluon_vs_fa4",
+                                                "fa4_vs_cudnn"))
         print(f" {r['dtype']:8s} {r['d']:3d} {str(r['causal']):6s} {r['N']:5d} |{t}           |{x} "
-              f"|{tflops_cell(r, 'gluon_no_pingpong_tflops')} | {r.get('correct', r.get('error', '?'))}")
+              f"|{tflops_cell(r, 'gluon_no_pingpong_tflops')} | {r.get('correct', r.get('error', '?'))} "
+              f"{r.get('fa4_correct', '-')}")
 

@@ -210,8 +210,9 @@ def put_ratio(row, key, per, num, den):
 
 def time_fns(row, fns, fl, warmup, rep, suffix=""):
     """Time ``fns`` in interleaved rounds (:func:`time_rounds`) into ``row``: NAME_ms (median over rounds),
-    NAME_rounds_ms, NAME_tflops, or NAME_error; then gluon{suffix}_vs_BASE for cuDNN, SDPA-flash and Triton, the
-    median over rounds of BASE's time / Gluon's in the same round (> 1: Gluon faster), with its _min and _max."""
+    NAME_rounds_ms, NAME_tflops, or NAME_error; then gluon{suffix}_vs_BASE for cuDNN, SDPA-flash, Triton and FA4,
+    the median over rounds of BASE's time / Gluon's in the same round (> 1: Gluon faster), with its _min and _max;
+    triton{suffix}_vs_fa4 and fa4{suffix}_vs_cudnn likewise (where those columns were timed)."""
     per, errors = time_rounds(fns, warmup, rep, seed=len(row) + int(row.get("N", 0)))
     for name in fns:
         got = [x for x in per[name] if x is not None]
@@ -221,8 +222,11 @@ def time_fns(row, fns, fl, warmup, rep, suffix=""):
             row[f"{name}_rounds_ms"] = per[name]
         if name in errors:
             row[f"{name}_error"] = errors[name]
-    for base in ("cudnn", "flash", "triton"):
+    for base in ("cudnn", "flash", "triton", "fa4"):
         put_ratio(row, f"gluon{suffix}_vs_{base}", per, f"{base}{suffix}", f"gluon{suffix}")
+    # FlashAttention-4 (an optional column): the course's Triton kernel against it, and it against cuDNN
+    put_ratio(row, f"triton{suffix}_vs_fa4", per, f"fa4{suffix}", f"triton{suffix}")
+    put_ratio(row, f"fa4{suffix}_vs_cudnn", per, f"cudnn{suffix}", f"fa4{suffix}")
     return per
 
 
@@ -233,11 +237,20 @@ def bwd_flops(B, H, N, d, causal):
 
 def bwd_sdpa_fn(backend, q, k, v, do, causal):
     """A no-argument call of torch SDPA's backward on one backend: ``autograd.grad`` on a graph saved under it."""
-    import torch
     import torch.nn.functional as F
     from torch.nn.attention import sdpa_kernel
+
+    def attention(qt, kt, vt, causal):
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+    return bwd_fn(attention, q, k, v, do, causal)
+
+
+def bwd_fn(attention, q, k, v, do, causal):
+    """A no-argument call of the backward of ``attention(q, k, v, causal) -> o`` (any differentiable attention, e.g.
+    FA4's): ``autograd.grad`` on a graph saved once, on copies of q, k, v."""
+    import torch
     qt, kt, vt = (t.detach().clone().requires_grad_() for t in (q, k, v))
-    with sdpa_kernel(backend):
-        out = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+    out = attention(qt, kt, vt, causal)
     return lambda: torch.autograd.grad(out, (qt, kt, vt), do, retain_graph=True)
 

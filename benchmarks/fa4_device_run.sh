@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One GPU call (H100 or H200, no network): FlashAttention-4 beside cuDNN, SDPA and the course's kernels at N = 8192,
+# B*N = 16384, H*d = 2048, fp16 and bf16, d 64 and 128, causal or not, forward and backward; correctness first in
+# every row (each against float64, within 2x torch's error), then every implementation timed once per round in a
+# fresh order, ROUNDS rounds (median; ratios per round). Writes into $OUT: attention_speed_<date>.json and .md,
+# log.txt, and, with the time left, gluon_fa4.json (the Gluon tables' same-run rows with FA4's columns).
+#
+# FA4's wheels come in two calls (benchmarks/fa4_wheels.py), back to back on one warm machine (it is given back 30 s
+# after a call ends, and /tmp with it):
+#   call 1, carry [".whl/fa4/a"]:  bash benchmarks/fa4_carry.sh stash .whl/fa4/a && nvidia-smi -L && python3 -c "..."
+#   call 2, carry [".whl/fa4/b"]:  OUT=$OUT bash benchmarks/fa4_device_run.sh
+# Each carry plus the working tree must stay under ~60 MiB (fa4_wheels.py prints both sums). Without call 1's stash
+# (call 2 came to a fresh machine) it stops at once (exit 3) unless NO_FA4_OK=1 (then FA4's column is absent). Knobs: ROUNDS (5), BUDGET_S (560: the
+# whole call), WARM_S (200: the parallel compile), GLUON_S (0: seconds kept for gluon_validate's table with FA4).
+set -u -o pipefail
+export PYTHONUNBUFFERED=1
+O=${OUT:-/tmp/out}; mkdir -p "$O"
+ROUNDS=${ROUNDS:-5}
+log() { echo "== $(date -u +%H:%M:%S) $*"; }
+quiet() { grep -v "UserWarning\|warn_once\|warnings.warn\|run_backward\|detach() first\|return float"; }
+T0=$(date +%s)
+left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - T0) )); }
+{
+log start
+if ENV_LINE=$(bash benchmarks/fa4_carry.sh unpack .whl/fa4/b .whl/fa4/a); then
+  eval "$ENV_LINE"
+elif [ "${NO_FA4_OK:-0}" = 1 ]; then
+  log "FA4 wheels missing or broken: the run goes on without FA4 (NO_FA4_OK=1)"
+else
+  # a fresh machine (call 1's stash went with the last one): stop now rather than spend the call on a table
+  # without the column it is for; repeat call 1 and then this call at once
+  log "FA4 wheels missing or broken (no stash from call 1 on this machine?): stopping; NO_FA4_OK=1 runs anyway"
+  exit 3
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4_cache
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
+python3 -c "import torch, triton; print('torch', torch.__version__, 'CUDA', torch.version.cuda, 'cuDNN', \
+torch.backends.cudnn.version(), 'triton', triton.__version__)"
+python3 -c "import cutlass, flash_attn.cute as f; print('cutlass-dsl', cutlass.__version__, 'flash_attn.cute', \
+f.__file__)" 2>&1 | tail -3
+log "compile the grid's kernels (FA4's, the course's) in parallel, into their disk caches"
+timeout "${WARM_S:-200}" python3 -m benchmarks.gluon_bench.fa4 --warm --n 8192 --jobs 8 --timeout-s "${WARM_S:-200}" \
+    2>&1 | quiet | cut -c1-400
+log "attention_speed: N=8192, $ROUNDS rounds ($(left) s left)"
+# rows start only while --budget-s lasts (the JSON and markdown are rewritten after every row); timeout is the backstop
+timeout "$(( $(left) - ${GLUON_S:-0} - 10 ))" python3 benchmarks/attention_speed.py --out "$O" --ns 8192 \
+    --rounds "$ROUNDS" --warmup 10 --rep 25 --budget-s "$(( $(left) - ${GLUON_S:-0} - 60 ))" \
+    --command "OUT=\$OUT bash benchmarks/fa4_device_run.sh" 2>&1 \
+    | quiet | grep -v "^attention_speed:" | tail -40
+if [ "${GLUON_S:-0}" -gt 0 ] && [ "$(left)" -gt 60 ]; then
+  log "gluon_validate --bwd: the Gluon tables' rows with FA4 ($(left) s left)"
+  timeout "$(( $(left) - 5 ))" python3 benchmarks/gluon_validate.py --bwd --grid none --ns 8192 --rounds "$ROUNDS" \
+      --warmup 10 --rep 25 --out "$O/gluon_fa4.json" 2>&1 | quiet | tail -12
+fi
+log done
+} 2>&1 | tee "$O/log.txt"
