@@ -25,10 +25,7 @@ LAB_NOTES = {
 
 # Files other engineers are rewriting, which still carry notes; the integrator empties this list at the merge.
 # A file listed here that no longer has a note fails too, so the list only shrinks.
-ALLOWED = {
-    "flashsim/course/kit/dashboard.py": "its docstring's timings and issue history (the website change removes them)",
-    "flashsim/course/kit/lab_browser.py": "a dated CI remark in settled_screenshot's docstring",
-}
+ALLOWED: dict = {}
 
 
 def _citations(path: Path, lines: list) -> list:
@@ -58,7 +55,7 @@ def test_no_lab_notes_in_the_package():
                        + "\n".join(found))
 
 
-@pytest.mark.parametrize("name", sorted(ALLOWED))
+@pytest.mark.parametrize("name", sorted(ALLOWED) or [pytest.param(None, marks=pytest.mark.skip(reason="nothing allowed"))])
 def test_allowed_files_still_need_it(name):
     assert (ROOT / name).is_file() and _notes(ROOT / name), f"{name} has no lab note left: remove it from ALLOWED"
 

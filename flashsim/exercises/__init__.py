@@ -48,7 +48,7 @@ from flashsim.course.ch13.checks import (
     check_combine, check_ring_link_bytes, check_overlap_block,
 )
 from flashsim.course.ch14.checks import (
-    check_gluon_kv_bytes, check_heads_per_group,
+    check_ring_slot_phase, check_lpt_makespan, check_gluon_kv_bytes,
 )
 
 __all__ = [
@@ -56,12 +56,12 @@ __all__ = [
     'check_blocked_attention_numpy', 'check_causal_flops_fraction', 'check_causal_tile_kind',
     'check_causal_tile_mask', 'check_combine', 'check_compulsory_dram_bytes', 'check_fa1_hbm_bytes',
     'check_fair_reference', 'check_flash2_bytes', 'check_flash2_forward_loop', 'check_flash_flops',
-    'check_flash_kernel', 'check_gluon_kv_bytes', 'check_heads_per_group', 'check_kernel_kv_bytes',
+    'check_flash_kernel', 'check_gluon_kv_bytes', 'check_kernel_kv_bytes', 'check_lpt_makespan',
     'check_matmul_intensity', 'check_max_context_length', 'check_merge_partials', 'check_min_kernel_time',
     'check_naive_hbm_bytes', 'check_naive_numpy_peak_bytes', 'check_online_block_update', 'check_online_update',
     'check_overlap_block', 'check_paper_blocks', 'check_recompute_p_tile', 'check_ring_link_bytes',
-    'check_safe_softmax', 'check_score_matrix_bytes', 'check_softmax_merge', 'check_step_working_set',
-    'check_tensor_bytes', 'check_tile_fits', 'check_tiled_qkt', 'check_transfer_time', 'check_which_bound',
-    'expected_flash2_counters', 'hint', 'learner_kernel_comparison', 'progress', 'qkt_tile_set', 'recorded_grading',
-    'reveal', 'run_learner_kernel', 'sdpa_speed', 'tiled_qkt_bytes', 'triton_modules',
+    'check_ring_slot_phase', 'check_safe_softmax', 'check_score_matrix_bytes', 'check_softmax_merge',
+    'check_step_working_set', 'check_tensor_bytes', 'check_tile_fits', 'check_tiled_qkt', 'check_transfer_time',
+    'check_which_bound', 'expected_flash2_counters', 'hint', 'learner_kernel_comparison', 'progress', 'qkt_tile_set',
+    'recorded_grading', 'reveal', 'run_learner_kernel', 'sdpa_speed', 'tiled_qkt_bytes', 'triton_modules',
 ]

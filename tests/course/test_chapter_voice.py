@@ -31,16 +31,7 @@ def _markdown(path: Path) -> list[tuple[int, str]]:
     return [(i, "".join(c["source"])) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown"]
 
 
-def _params():
-    for path in NOTEBOOKS:
-        marks = []
-        if path.name.startswith("14_"):
-            marks = [pytest.mark.xfail(reason="chapter 14 is rewritten as a lesson separately (issue 25 item 1); "
-                                              "drop this mark once that rewrite is merged", strict=False)]
-        yield pytest.param(path, id=path.name, marks=marks)
-
-
-@pytest.mark.parametrize("path", list(_params()))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_no_workshop_words_in_chapter_prose(path):
     found = [f"cell {i}: {what}: {m.group(0)!r}" for i, text in _markdown(path)
              for what, pattern in WORKSHOP_WORDS for m in pattern.finditer(text)]

@@ -226,7 +226,7 @@ def settled_screenshot(page, locate, timeout_s: float = 60.0, differ_from: bytes
 
     Why: a slider's value changes in the browser at once, but the kernel redraws the figure and ipympl sends the
     pixels later; on a loaded 2-core machine that took over the half second a fixed wait allowed, and a test
-    compared two screenshots of the same frame (CI, 2026-12-03). Polling what a person would see waits as long
+    compared two screenshots of the same frame. Polling what a person would see waits as long
     as it takes and no longer. ``locate`` is called anew at every poll (the element may be replaced).
     Returns (the last screenshot, whether it settled within `timeout_s`)."""
     deadline = time.monotonic() + timeout_s

@@ -240,7 +240,7 @@ def _notice(backend: str, raw: dict) -> str:
 
 
 def measured_on(name: str) -> str:
-    """"measured on an NVIDIA H200, 2026-11-30": the GPU (or machine) and the date a recorded result names in its
+    """"measured on <GPU>, <date>": the GPU (or machine) and the date a recorded result names in its
     own metadata (``load_result(name)``: ``versions`` or ``info``: ``gpu``/``gpus``, ``device``, ``gpu``; ``date_utc``/``date``).
     What a chapter prints next to a recorded number, so that the number says where and when it was measured."""
     data = load_result(name)
