@@ -199,8 +199,8 @@ COURSE_MAP = [
      "flash-decoding (split K/V, logsumexp combine), ring attention stepped, the overlap condition, "
      "a real ring with torch.distributed"),
     ("14", "14_hopper_full_speed.ipynb", "Hopper at full speed",
-     "what the Triton kernel gets on an H200 (tuned blocks, pipelining, TMA, longest first) and what a Gluon kernel "
-     "adds (producer/consumer warps, mbarrier ring, ping-pong, overlap, persistence), measured against cuDNN"),
+     "producer/consumer warps, the mbarrier ring and its phases, ping-pong and longest-first persistent "
+     "scheduling, simulated on a CPU; a warp-specialized kernel measured against cuDNN"),
 ]
 
 
