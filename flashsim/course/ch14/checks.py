@@ -27,7 +27,8 @@ RING = exercise(
     ("Which tiles share a slot, and how many times has that slot's ready barrier completed before tile i lands?",
      "The phase bit flips at each completion, so a waiter asks for the parity of the completion it needs. The "
      "producer's first wait on a slot must pass at once: nothing has used the slot yet.",
-     "slot = i mod S, r = i // S (the round), ready_phase = r mod 2, empty_phase = 1 − r mod 2"),
+     "Work out the round r in which tile i uses its slot first; both waits then depend only on r's parity, and "
+     "the producer's is the opposite of the consumer's. Check your rule on i = 0 and i = stages."),
     "check_ring_slot_phase")
 
 LPT = exercise(
@@ -38,7 +39,8 @@ LPT = exercise(
     ("What does each CTA hold after the deal, and which CTA decides when the grid is done?",
      "Sort the costs from the largest down; keep one running load per CTA; give each tile to the smallest load. "
      "Ties between equal loads do not change the answer.",
-     "loads = [0]·P; for c in sorted(costs, reverse=True): loads[argmin(loads)] += c; return max(loads)"),
+     "Simulate the deal with one running total per CTA, all starting at zero; after the last tile, the answer is "
+     "one of those totals. Which one?"),
     "check_lpt_makespan")
 
 GLUON_KV = exercise(
@@ -49,8 +51,8 @@ GLUON_KV = exercise(
     ("How many query tiles does one head have, and does each consumer fetch its own copy of a K/V tile?",
      "The consumers of one CTA share every K/V slot: the kernel is chapter 05's FA2 forward with B_r = "
      "consumers × 64. Causal: which K/V tiles does query tile i visit (chapter 08)?",
-     "Σ over query tiles i of 2 · min(J_i · block_n, N) · d · b, with J_i = ⌈min((i+1)·B_r, N) / block_n⌉ "
-     "(J_i = ⌈N / block_n⌉ without the mask) and B_r = consumers × 64"),
+     "Loop over the query tiles; for each, count the K/V tiles it visits (all of them, or with the mask only "
+     "those up to its last row), then the rows of those tiles that lie below N, times d, b and the two tensors."),
     "check_gluon_kv_bytes")
 
 
