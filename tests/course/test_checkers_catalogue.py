@@ -1,5 +1,5 @@
 """The catalogue of wrong answers (tests/course/wrong_answers/chNN.py): every catalogued wrong answer gets its
-diagnosis, every solution passes, every exercise of chapters 00–13 has at least five realistic wrong answers with
+diagnosis, every solution passes, every exercise of chapters 00–14 has at least five realistic wrong answers with
 a specific diagnosis (issue 26: not "k of n cases differ", not a bare "constant factor"), and the final kernel's
 catalogue has at least 8 distinct diagnoses (issue 12, "checkers that diagnose")."""
 import importlib.util
@@ -57,7 +57,7 @@ GENERIC = {"mismatch", "wrong", "wrong_kinds", "wrong_output", "wrong_values", "
            "wrong_merge", "wrong_combine", "non_finite", "constant_factor", "wrong_bytes", "not_implemented",
            "learner_error", "wrong_type", "constant_answer", "returned_none"}
 #: chapters whose exercises are held to five specific diagnoses (chapter 14's own engineer keeps its catalogue)
-FIVE_FROM = [f"{c:02d}" for c in range(14)]
+FIVE_FROM = [f"{c:02d}" for c in range(15)]
 
 
 def specific_counts() -> dict:
