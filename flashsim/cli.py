@@ -14,8 +14,9 @@
 
 One vocabulary in every command: ``--block-r``/``--block-c`` (the papers' Br, Bc) and their aliases
 ``--block-m``/``--block-n`` (the kernels' BLOCK_M, BLOCK_N) name the same two blocks; ``--batch B --heads H``
-means B sequences of H heads each, B × H independent heads (``traffic``'s JSON ``heads`` field is that product,
-the ``heads`` of :func:`flashsim.traffic`). Bytes print in binary units (B, KiB, MiB, GiB) and times in s, ms, µs.
+means B sequences of H heads each, B × H independent heads, in every command and in the Python API
+(:func:`flashsim.traffic`'s ``batch`` and ``heads``, the JSON's ``batch`` and ``heads`` fields). Bytes print in
+binary units (B, KiB, MiB, GiB) and times in s, ms, µs.
 
 Bad input prints ``error: ...`` (the message names the fix) and exits with status 2, never a traceback: argparse
 errors, :class:`~flashsim.errors.FlashsimError`, sizes whose memory would exceed the budget (refused before
@@ -61,7 +62,8 @@ def _add_problem_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block-c", "--block-n", dest="block_c", type=int, default=None,
                    help="rows of K/V per block, Bc = BLOCK_N (default: the algorithm's rule, from SRAM)")
     p.add_argument("--batch", type=int, default=1, help="sequences B, default 1 (B × H heads are counted)")
-    p.add_argument("--heads", type=int, default=1, help="heads H per sequence, default 1 (as in measure)")
+    p.add_argument("--heads", type=int, default=1, help="heads H per sequence, default 1 (as in measure and "
+                   "flashsim.traffic)")
     p.add_argument("--dtype", default="fp16", help="storage dtype: fp16 (default), bf16, fp32")
     p.add_argument("--stats-dtype", default=None, help="dtype of m, l, logsumexp (default fp32)")
     p.add_argument("--causal", action="store_true", help="causal mask (skip fully masked tiles)")
@@ -79,7 +81,7 @@ def _kwargs(args) -> dict:
         value = getattr(args, name)
         if value < 1:
             raise FlashsimError(f"--{name} {value}: must be a positive integer, e.g. --{name} 1")
-    return dict(block_r=args.block_r, block_c=args.block_c, heads=args.batch * args.heads, dtype=args.dtype,
+    return dict(block_r=args.block_r, block_c=args.block_c, batch=args.batch, heads=args.heads, dtype=args.dtype,
                 causal=args.causal, backward=args.backward, device=args.device, sram_bytes=args.sram_bytes,
                 stats_dtype=args.stats_dtype, dropout_p=args.dropout_p, l2=args.l2, eager_ops=args.eager_ops)
 
@@ -92,7 +94,7 @@ def _bytes(x: int) -> str:
 def _print_traffic(t) -> None:
     rows = [
         ("algo", f"{t.algo}" + (f" ({t.eager_ops})" if t.eager_ops else "")),
-        ("problem", f"N={t.n} d={t.d} heads={t.heads} {t.dtype} (stats {t.stats_dtype})"
+        ("problem", f"N={t.n} d={t.d} batch={t.batch} heads={t.heads} {t.dtype} (stats {t.stats_dtype})"
                     + (" causal" if t.causal else "") + (" fwd+bwd" if t.backward else " fwd")
                     + (f" dropout={t.dropout_p}" if t.dropout_p else "")),
         ("device", f"{t.device}, SRAM {format_bytes(t.sram_bytes)}"),

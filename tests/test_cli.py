@@ -41,9 +41,9 @@ def test_traffic_human_output(capsys):
 def test_block_and_heads_flags_mean_the_same_in_every_command(capsys):
     base = ["traffic", "--algo", "flash2", "--n", "512", "--d", "64", "--json"]
     a = json.loads(run(capsys, *base, "--block-r", "64", "--block-c", "32", "--batch", "2", "--heads", "3")[1])
-    b = json.loads(run(capsys, *base, "--block-m", "64", "--block-n", "32", "--heads", "6")[1])
-    assert a == b and a["heads"] == 6 and (a["block_r"], a["block_c"]) == (64, 32)
-    assert a == traffic("flash2", 512, 64, 64, 32, heads=6).as_dict()
+    b = json.loads(run(capsys, *base, "--block-m", "64", "--block-n", "32", "--batch", "2", "--heads", "3")[1])
+    assert a == b and (a["batch"], a["heads"]) == (2, 3) and (a["block_r"], a["block_c"]) == (64, 32)
+    assert a == traffic("flash2", 512, 64, 64, 32, batch=2, heads=3).as_dict()
     code, _, err = run(capsys, *base, "--batch", "0")
     assert code == 2 and "--batch 0" in err
     from flashsim.measure import add_measure_arguments

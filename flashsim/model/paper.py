@@ -58,7 +58,7 @@ PAPER_FIG2_LEFT = {
 }
 
 #: GPT-2 medium: N = 1024, d = 64, batch 64 × 16 heads
-FIG2_SETUP = dict(n=1024, d=64, heads=64 * 16, dtype="fp16")
+FIG2_SETUP = dict(n=1024, d=64, batch=64, heads=16, dtype="fp16")
 
 
 def fig2_middle() -> list[dict]:
@@ -105,7 +105,8 @@ def fig2_left(l2: bool = True) -> dict:
 
 def format_report(l2: bool = True) -> str:
     """The text ``flashsim paper`` prints: both panels next to the paper's numbers."""
-    lines = ["FlashAttention (Dao et al. 2022), Fig. 2 — GPT-2 medium attention: N=1024, d=64, 1024 heads, fp16",
+    lines = ["FlashAttention (Dao et al. 2022), Fig. 2 — GPT-2 medium attention: N=1024, d=64, batch 64 × 16 heads, "
+             "fp16",
              "",
              "Middle: Algorithm 1 forward, fp16 incl. m and l, SRAM 1 MiB (GB = 1e9 bytes)",
              f"  {'Br':>4} {'Bc':>4} {'simulated GB':>13} {'paper GB':>9} {'diff':>7}"]
@@ -128,7 +129,7 @@ def format_report(l2: bool = True) -> str:
               " 108 programs resident).",
               "  FlashAttention's re-reads of Q, O, dQ and the statistics mostly hit in L2; a profiler counts DRAM"
               " bytes.",
-              "  Standard attention's N×N tensors (2 MiB per head, 1024 heads) stream through L2 without reuse.",
+              "  Standard attention's N×N tensors (2 MiB per head, 64 × 16 heads) stream through L2 without reuse.",
               "  FLOPs (matmuls only) are not compared: the paper does not say how it counted them.",
               "  The diff column compares DRAM GB for FlashAttention (what the paper measured) and HBM GB otherwise."]
     return "\n".join(lines)

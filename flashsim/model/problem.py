@@ -18,7 +18,8 @@ ALGORITHMS = ("naive", "eager", "flash1", "flash2")
 
 @dataclass(frozen=True)
 class Problem:
-    """Attention over `heads` independent (N, d) heads; counters are per problem (all heads)."""
+    """Attention over `batch` sequences of `heads` heads each: batch × heads independent (N, d) problems
+    (:attr:`batch_heads`); counters are per problem (all of them)."""
 
     algo: str
     n: int
@@ -32,6 +33,12 @@ class Problem:
     backward: bool  # True: counters cover forward + backward
     dropout_p: float
     hardware: Hardware
+    batch: int = 1  # sequences B; each has `heads` heads H (the same B and H as the kernels' (B, H, N, d) tensors)
+
+    @property
+    def batch_heads(self) -> int:
+        """B × H: the number of independent (N, d) attention problems that bytes and FLOPs are summed over."""
+        return self.batch * self.heads
 
     @property
     def elem_bytes(self) -> int:
@@ -53,7 +60,8 @@ class Problem:
 
 
 #: an example of a valid value, named in the error of each integer argument
-_EXAMPLES = {"block_r": "block_r=64 (or None: from SRAM)", "block_c": "block_c=64 (or None: from SRAM)",
+_EXAMPLES = {"batch": "batch=1 (sequences; heads=H per sequence)", "heads": "heads=16 (per sequence)",
+             "block_r": "block_r=64 (or None: from SRAM)", "block_c": "block_c=64 (or None: from SRAM)",
              "sram_bytes": "sram_bytes=None (the device's own) or sram_bytes=65536"}
 
 
@@ -86,8 +94,10 @@ def strict_bool(name: str, value) -> bool:
 
 def make_problem(algo: str, n: int, d: int, block_r=None, block_c=None, heads: int = 1, dtype="fp16",
                  causal: bool = False, backward: bool = False, device="h200", sram_bytes=None,
-                 stats_dtype=None, dropout_p: float = 0.0) -> Problem:
+                 stats_dtype=None, dropout_p: float = 0.0, *, batch: int = 1) -> Problem:
     """Validate arguments and build a Problem. Block sizes stay None here; the algorithm resolves defaults.
+
+    batch: sequences B; heads: attention heads H per sequence. Only the product B × H enters the bytes and FLOPs.
 
     stats_dtype defaults to fp32 (what real kernels keep for m, l and the logsumexp); FA1's Fig. 2 counts them in
     fp16, so its reproduction passes stats_dtype="fp16".
@@ -97,6 +107,7 @@ def make_problem(algo: str, n: int, d: int, block_r=None, block_c=None, heads: i
         raise FlashsimError(f"unknown algo {algo!r}: use one of {list(ALGORITHMS)}")
     n = _positive_int("n", n)
     d = _positive_int("d", d)
+    batch = _positive_int("batch", batch)
     heads = _positive_int("heads", heads)
     if block_r is not None:
         block_r = _positive_int("block_r", block_r)
@@ -113,4 +124,4 @@ def make_problem(algo: str, n: int, d: int, block_r=None, block_c=None, heads: i
         raise FlashsimError(f"dropout_p={dropout_p} must be in [0, 1), e.g. dropout_p=0.1")
     hardware = get_device(device, sram_bytes=sram_bytes)
     return Problem(algo, n, d, block_r, block_c, heads, canonical_dtype(dtype),
-                   canonical_dtype(stats_dtype or "fp32"), causal, backward, dropout_p, hardware)
+                   canonical_dtype(stats_dtype or "fp32"), causal, backward, dropout_p, hardware, batch)

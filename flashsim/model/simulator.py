@@ -4,7 +4,11 @@ These two functions are what the notebooks, the widgets, the CLI and the kernel 
 and 09). Both take the same arguments::
 
     traffic(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", causal=False, backward=False,
-            device="h200", sram_bytes=None, *, stats_dtype=None, dropout_p=0.0, l2=False, eager_ops=None)
+            device="h200", sram_bytes=None, *, batch=1, stats_dtype=None, dropout_p=0.0, l2=False, eager_ops=None)
+
+``batch`` is the number of sequences B and ``heads`` the attention heads H of each, as in the kernels' (B, H, N, d)
+tensors, ``flashsim.measure`` and ``flashsim traffic --batch B --heads H``. The B × H heads are independent (N, d)
+problems: bytes and FLOPs are summed over all of them, so only the product enters the numbers.
 
 ``algo`` is "naive" (Algorithm 0), "eager" (the op-by-op framework model, ``eager_ops`` says which ops are
 separate kernels), "flash1" or "flash2". Every argument is validated by :func:`flashsim.model.problem.make_problem`
@@ -72,7 +76,8 @@ MAX_REL_TOLERANCE = 0.05
 
 @dataclass(frozen=True)
 class Traffic:
-    """Bytes, FLOPs and roofline time of one attention problem (all heads). Field names = ``--json`` keys.
+    """Bytes, FLOPs and roofline time of one attention problem (all batch × heads heads). Field names = ``--json``
+    keys; ``batch`` is the sequences B, ``heads`` the heads H of each.
 
     hbm_*_bytes: requested bytes between HBM and SRAM (no L2). dram_*_bytes: what reaches DRAM through the L2
     model (l2=True; else None). init_write_bytes: memsets outside the loops (flash1's O, l, m; dQ before a
@@ -82,6 +87,7 @@ class Traffic:
     algo: str
     n: int
     d: int
+    batch: int
     heads: int
     dtype: str
     stats_dtype: str
@@ -121,7 +127,8 @@ class Traffic:
 
     def _problem_text(self) -> str:
         return (f"{self.algo}" + (f" ({self.eager_ops})" if self.eager_ops else "")
-                + f", N={self.n}, d={self.d}, heads={self.heads}, {self.dtype}" + (", causal" if self.causal else "")
+                + f", N={self.n}, d={self.d}, " + (f"batch={self.batch}, " if self.batch != 1 else "")
+                + f"heads={self.heads}, {self.dtype}" + (", causal" if self.causal else "")
                 + (", fwd+bwd" if self.backward else ""))
 
     def __repr__(self) -> str:
@@ -157,7 +164,8 @@ class Traffic:
 class Simulation:
     """Step-mode result: numbers, counters and the error against float64.
 
-    out: (heads, N, d) float32 as stored in HBM; grads: (dq, dk, dv) when backward; memory: head 0's Memory with
+    out: (heads, N, d) float32 as stored in HBM ((batch, heads, N, d) when batch > 1); grads: (dq, dk, dv), the
+    same shape, when backward; lse: (heads, N) ((batch, heads, N) when batch > 1); memory: head 0's Memory with
     its Event log (``sim.memory.events[i]`` is step i). rel_error = max|x − ref| / max|ref| over the output (and
     the gradients); plain_rel_error the same for a plain implementation in the same dtype. ok: rel_error ≤
     tolerance (max(1e-6, 2 × plain_rel_error), per output, plus for flash the bound of
@@ -225,10 +233,10 @@ def strict_json(obj: dict) -> dict:
 # --- count mode ----------------------------------------------------------------------------------------------
 
 def _problem(algo, n, d, block_r, block_c, heads, dtype, causal, backward, device, sram_bytes, stats_dtype,
-             dropout_p) -> Problem:
+             dropout_p, batch) -> Problem:
     return make_problem(algo, n, d, block_r=block_r, block_c=block_c, heads=heads, dtype=dtype, causal=causal,
                         backward=backward, device=device, sram_bytes=sram_bytes, stats_dtype=stats_dtype,
-                        dropout_p=dropout_p)
+                        dropout_p=dropout_p, batch=batch)
 
 
 def _count(problem: Problem, eager_ops=None):
@@ -255,7 +263,7 @@ def _traffic_from(problem: Problem, res, eager_ops_name: str | None, l2=None) ->
     moved = c.hbm_bytes if l2 is None else dram_r + dram_w
     rl = roofline(c.flops, moved, problem.hardware, problem.dtype)
     return Traffic(
-        algo=problem.algo, n=problem.n, d=problem.d, heads=problem.heads, dtype=problem.dtype,
+        algo=problem.algo, n=problem.n, d=problem.d, batch=problem.batch, heads=problem.heads, dtype=problem.dtype,
         stats_dtype=problem.stats_dtype, causal=problem.causal, backward=problem.backward,
         dropout_p=problem.dropout_p, device=problem.hardware.name, sram_bytes=problem.sram_bytes,
         block_r=int(res.block_r), block_c=int(res.block_c), eager_ops=eager_ops_name,
@@ -282,16 +290,18 @@ def _eager_name(problem: Problem, eager_ops) -> str | None:
 
 
 def traffic(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", causal=False, backward=False,
-            device="h200", sram_bytes=None, *, stats_dtype=None, dropout_p=0.0, l2=False,
+            device="h200", sram_bytes=None, *, batch=1, stats_dtype=None, dropout_p=0.0, l2=False,
             eager_ops=None) -> Traffic:
     """Count mode: HBM bytes, FLOPs, peak SRAM and roofline time of attention, without numbers.
+
+    batch sequences of `heads` heads each (B × H independent heads, summed).
 
     >>> t = traffic("naive", n=1024, d=64)
     >>> t.hbm_read_bytes == (3 * 1024 * 64 + 2 * 1024**2) * 2, t.bound
     (True, 'memory')
     """
     problem = _problem(algo, n, d, block_r, block_c, heads, dtype, causal, backward, device, sram_bytes,
-                       stats_dtype, dropout_p)
+                       stats_dtype, dropout_p, batch)
     name = _eager_name(problem, eager_ops)
     res = _count(problem, eager_ops)
     l2_result = None
@@ -326,16 +336,16 @@ def _estimate(problem: Problem, res) -> float:
     """Seconds step mode will take, from count mode's FLOPs and tile count (`res` = its count result)."""
     tiles = tile_sums(problem.n, res.block_r, res.block_c, False)[0] // max(1, min(res.block_r, problem.n))
     passes = 2 if problem.backward else 1
-    return _SECONDS_PER_FLOP * res.counters.flops + _SECONDS_PER_TILE * tiles * passes * problem.heads
+    return _SECONDS_PER_FLOP * res.counters.flops + _SECONDS_PER_TILE * tiles * passes * problem.batch_heads
 
 
 def estimate_step_seconds(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", causal=False,
-                          backward=False, device="h200", sram_bytes=None, *, stats_dtype=None, dropout_p=0.0,
-                          eager_ops=None) -> float:
+                          backward=False, device="h200", sram_bytes=None, *, batch=1, stats_dtype=None,
+                          dropout_p=0.0, eager_ops=None) -> float:
     """About how many seconds :func:`simulate` will take with these arguments (it refuses past
     ``max_step_seconds``, 120 s by default, and shows a progress bar past 2 s)."""
     problem = _problem(algo, n, d, block_r, block_c, heads, dtype, causal, backward, device, sram_bytes,
-                       stats_dtype, dropout_p)
+                       stats_dtype, dropout_p, batch)
     return _estimate(problem, _count(problem, eager_ops))
 
 
@@ -363,13 +373,31 @@ def _from_torch(name: str, a):
                             f"({exc}): pass {name}.detach().float().cpu().numpy()") from None
 
 
+def _input_shapes(problem: Problem) -> tuple[tuple, list[tuple]]:
+    """The shape simulate's inputs are named by, (batch, heads, N, d) or (heads, N, d) when batch is 1, and every
+    shape accepted for it: (batch, heads, N, d) always, (heads, N, d) when batch is 1, (N, d) for one head."""
+    b, h, n, d = problem.batch, problem.heads, problem.n, problem.d
+    shape = (b, h, n, d) if b > 1 else (h, n, d)
+    accepted = [(b, h, n, d)] + ([(h, n, d)] if b == 1 else []) + ([(n, d)] if b * h == 1 else [])
+    return shape, accepted
+
+
+def _per_batch(x, problem: Problem):
+    """A (B·H, ...) array as the caller named it: (batch, heads, ...) when batch > 1, else unchanged."""
+    if x is None or problem.batch == 1:
+        return x
+    return x.reshape((problem.batch, problem.heads) + x.shape[1:])
+
+
 def _check_inputs(inputs, problem: Problem) -> tuple[list, list[str]]:
-    """The given (q, k, v[, do]) as float32 (heads, N, d) arrays, never reshaped, and the warnings they deserve."""
+    """The given (q, k, v[, do]) as float32 (B·H, N, d) arrays, and the warnings they deserve. Only the shapes of
+    :func:`_input_shapes` are accepted (the (B, H) axes flattened in order); nothing else is reshaped."""
     names = ("q", "k", "v", "do")
-    shape = (problem.heads, problem.n, problem.d)
+    shape, accepted = _input_shapes(problem)
+    named = "(batch, heads, N, d)" if problem.batch > 1 else "(heads, N, d)"
     if not isinstance(inputs, (list, tuple)) or len(inputs) not in (3, 4):
         got = f"{len(inputs)} arrays" if isinstance(inputs, (list, tuple)) else type(inputs).__name__
-        raise FlashsimError(f"inputs must be (q, k, v) or (q, k, v, do), each of shape (heads, N, d) = {shape}: "
+        raise FlashsimError(f"inputs must be (q, k, v) or (q, k, v, do), each of shape {named} = {shape}: "
                             f"got {got}")
     arrays, problems = [], []
     for name, a in zip(names, inputs):
@@ -379,12 +407,12 @@ def _check_inputs(inputs, problem: Problem) -> tuple[list, list[str]]:
                                 f"(np.real({name})) if that is what you mean")
         if x.dtype.kind not in "fiub":
             raise FlashsimError(f"input {name} has dtype {x.dtype}: pass a float array of shape {shape}")
-        if x.shape == shape[1:] and problem.heads == 1:
-            x = x[None]
-        if x.shape != shape:
-            raise FlashsimError(f"input {name} has shape {x.shape}: expected (heads, N, d) = {shape}"
-                                + (f" (or (N, d) = {shape[1:]} for one head)" if problem.heads == 1 else "")
+        if x.shape not in accepted:
+            others = [s for s in accepted if s != shape]
+            raise FlashsimError(f"input {name} has shape {x.shape}: expected {named} = {shape}"
+                                + (f" (or {' or '.join(map(str, others))})" if others else "")
                                 + "; it is not reshaped, transpose or reshape it yourself if that is what you mean")
+        x = x.reshape((problem.batch_heads, problem.n, problem.d))  # (B·H, N, d)
         with np.errstate(over="ignore", invalid="ignore"):
             x32 = x.astype(np.float32)
         finite = np.isfinite(x32)
@@ -417,13 +445,14 @@ def _progress(total_flops: int, est_s: float):
 
 
 def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", causal=False, backward=False,
-             device="h200", sram_bytes=None, *, stats_dtype=None, dropout_p=0.0, l2=False, eager_ops=None,
+             device="h200", sram_bytes=None, *, batch=1, stats_dtype=None, dropout_p=0.0, l2=False, eager_ops=None,
              seed=0, inputs=None, record_events=True, memory: Memory | None = None,
              host_budget_bytes: int = DEFAULT_HOST_BUDGET_BYTES, progress: bool | None = None,
              max_step_seconds: float | None = MAX_STEP_SECONDS) -> Simulation:
     """Step mode on random inputs: the numbers, the counters, and the error against a float64 reference.
 
-    inputs: optional (q, k, v) or (q, k, v, do) arrays of shape (heads, N, d) ((N, d) for one head) instead of
+    batch, heads: B sequences of H heads each, as in :func:`traffic`. inputs: optional (q, k, v) or (q, k, v, do)
+    arrays of shape (batch, heads, N, d) ((heads, N, d) when batch is 1, (N, d) for one head) instead of
     the seeded normal ones (e.g. extreme scores); any other shape, a complex array or another count is a
     FlashsimError (never reshaped). NaN/inf inputs, or finite ones that overflow the storage dtype, warn
     (FlashsimWarning) and the verdict is not ok. memory: head 0's Memory (an on_event callback for a live view).
@@ -446,19 +475,20 @@ def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", caus
     Exact in real arithmetic, not bitwise: see the module docstring.
     """
     problem = _problem(algo, n, d, block_r, block_c, heads, dtype, causal, backward, device, sram_bytes,
-                       stats_dtype, dropout_p)
+                       stats_dtype, dropout_p, batch)
     name = _eager_name(problem, eager_ops)
     seed = _check_seed(seed)
     _check_step_budget(problem, eager_ops, record_events, host_budget_bytes)
     est = _estimate(problem, _count(problem, eager_ops))
     if max_step_seconds is not None and est > max_step_seconds:
         raise FlashsimError(
-            f"step mode at N={problem.n}, d={problem.d}, heads={problem.heads} would take about {est:.0f} s (over "
+            f"step mode at N={problem.n}, d={problem.d}, batch={problem.batch}, heads={problem.heads} would take "
+            f"about {est:.0f} s (over "
             f"max_step_seconds={max_step_seconds:g}): use count mode, flashsim.traffic(...) / `flashsim traffic`, "
             "for the bytes and FLOPs (exact, no numbers, microseconds), a smaller n, or max_step_seconds=None to "
             "run it anyway")
     rng = np.random.default_rng(seed)
-    shape = (problem.heads, problem.n, problem.d)
+    shape = (problem.batch_heads, problem.n, problem.d)  # (B·H, N, d): the heads run one after another
     input_problems = []
     if inputs is None:
         arrays = [rng.standard_normal(shape, dtype=np.float32) for _ in range(4 if problem.backward else 3)]
@@ -477,7 +507,7 @@ def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", caus
     try:
         if problem.algo in ("naive", "eager"):
             if problem.dropout_p:
-                keep = rng.random((problem.heads, problem.n, problem.n)) >= problem.dropout_p
+                keep = rng.random((problem.batch_heads, problem.n, problem.n)) >= problem.dropout_p
             run = run_standard(problem, q, k, v, do, eager_ops=eager_ops, keep=keep, memory=memory,
                                record_events=record_events, host_budget_bytes=host_budget_bytes, on_event=on_event)
         else:
@@ -499,7 +529,7 @@ def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", caus
     data_extra = {nm: 0.0 for nm in names}  # the rounding bounds relative to each output's scale
     std_ops = NAIVE_OPS if problem.algo == "naive" else resolve_eager_ops(eager_ops)  # read by naive/eager only
     delta = "softmax" if problem.algo in ("naive", "eager") else "output"
-    for h in range(problem.heads):
+    for h in range(problem.batch_heads):
         qh, kh, vh = (round_to(x[h], problem.dtype) for x in (q, k, v))
         doh = round_to(do[h], problem.dtype) if do is not None else None
         kp = keep[h] if keep is not None else None
@@ -558,7 +588,8 @@ def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", caus
                      f"reach here, so a smaller error cannot be told from rounding: {'; '.join(unresolved)}; for a "
                      "sharper check use inputs whose scaled scores are O(1)"
                      + (" or dtype='fp32'" if problem.dtype != "fp32" else ""))
-    return Simulation(tr, run.counters, run.out, run.grads, lse, run.memory,
+    grads = tuple(_per_batch(g, problem) for g in run.grads) if run.grads is not None else None
+    return Simulation(tr, run.counters, _per_batch(run.out, problem), grads, _per_batch(lse, problem), run.memory,
                       max(e["max_abs_error"] for e in by_output.values()),
                       max(e["rel_error"] for e in by_output.values()),
                       max(e["plain_max_abs_error"] for e in by_output.values()),
@@ -568,7 +599,7 @@ def simulate(algo, n, d, block_r=None, block_c=None, heads=1, dtype="fp16", caus
 
 def _check_step_budget(problem: Problem, eager_ops, record_events: bool, budget: int) -> None:
     """Refuse, before allocating anything, step-mode runs whose host memory would exceed the budget."""
-    n, d, h = problem.n, problem.d, problem.heads
+    n, d, h = problem.n, problem.d, problem.batch_heads
     if problem.algo in ("naive", "eager"):
         algo_bytes = standard_host_bytes(problem, eager_ops, record_events)
         algo_bytes += h * n * n if problem.dropout_p else 0  # the keep masks (RNG stream), 1 byte each
@@ -578,6 +609,7 @@ def _check_step_budget(problem: Problem, eager_ops, record_events: bool, budget:
     inputs = h * n * d * 4 * (4 if problem.backward else 3)
     reference = 2 * 6 * DEFAULT_CHUNK_BYTES + 8 * n * d * 8  # two chunked references: a few (chunk, N) float64 blocks
     check_host_budget(algo_bytes + inputs + reference, budget,
-                      fix=f"use a smaller n (n={n}), fewer heads (heads={h}), "
+                      fix=f"use a smaller n (n={n}), fewer heads or a smaller batch (heads={problem.heads}, "
+                          f"batch={problem.batch}), "
                           + ("record_events=False, " if record_events else "")
                           + "or count mode (flashsim.traffic / `flashsim traffic`), which needs no numbers")

@@ -166,11 +166,11 @@ def test_noncausal_textbook_numbers():
 
 @pytest.mark.parametrize("bc,paper_gb", [(64, 6.85), (128, 3.56), (256, 1.91), (512, 1.09)])
 def test_fa1_fig2_middle(bc, paper_gb):
-    p = make_problem("flash1", 1024, 64, block_c=bc, heads=1024, dtype="fp16", stats_dtype="fp16",
+    p = make_problem("flash1", 1024, 64, block_c=bc, batch=64, heads=16, dtype="fp16", stats_dtype="fp16",
                      sram_bytes=1048576)
     c = count_flash(p)
     total = c.hbm_read_bytes + c.hbm_write_bytes
-    assert total == fa1_paper_hbm_elements(1024, 64, bc) * 2 * 1024  # 2Nd + Tc(3Nd + 4N), fp16, 1024 heads
+    assert total == fa1_paper_hbm_elements(1024, 64, bc) * 2 * 1024  # 2Nd + Tc(3Nd + 4N), fp16, 64 × 16 heads
     assert abs(total / 1e9 - paper_gb) / paper_gb < 0.01
     assert c.init_write_bytes == (1024 * 64 + 2 * 1024) * 2 * 1024  # the memset, reported apart
 
@@ -311,7 +311,7 @@ def test_bad_inputs_are_clear_errors():
     q, k, v, do = _inputs(1, 16, 4)
     with pytest.raises(FlashsimError, match="do is required"):
         run_flash(p, q, k, v)
-    with pytest.raises(FlashsimError, match=r"expected \(heads, N, d\) = \(1, 16, 4\)"):
+    with pytest.raises(FlashsimError, match=r"expected \(batch × heads, N, d\) = \(1, 16, 4\)"):
         run_flash(p, q[:, :8], k, v, do)
     with pytest.raises(FlashsimError, match="unknown flash algo"):
         count_flash(make_problem("naive", 16, 4))

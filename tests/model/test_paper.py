@@ -15,7 +15,8 @@ def test_fig2_middle_within_1_percent():
 
 
 def test_fig2_middle_setup_is_the_issue_setup():
-    t = traffic("flash1", 1024, 64, block_c=64, heads=1024, dtype="fp16", stats_dtype="fp16", sram_bytes=1048576)
+    t = traffic("flash1", 1024, 64, block_c=64, batch=64, heads=16, dtype="fp16", stats_dtype="fp16",
+                sram_bytes=1048576)
     assert t.hbm_bytes == fig2_middle()[0]["hbm_bytes"]
     n, d, tc = 1024, 64, 1024 // 64  # Algorithm 1: 2Nd + Tc·(3Nd + 4N) elements of 2 bytes, per head
     assert t.hbm_bytes == (2 * n * d + tc * (3 * n * d + 4 * n)) * 2 * 1024
@@ -30,7 +31,7 @@ def test_fig2_left_standard_within_20_percent(left):
     std = left["standard"]
     assert std["eager_ops"] == "megatron2020"
     assert abs(std["hbm_gb"] / PAPER_FIG2_LEFT["standard"]["hbm_gb"] - 1) <= 0.20
-    t = traffic("eager", 1024, 64, heads=1024, dtype="fp16", causal=True, backward=True, dropout_p=0.1,
+    t = traffic("eager", 1024, 64, batch=64, heads=16, dtype="fp16", causal=True, backward=True, dropout_p=0.1,
                 device="a100", eager_ops="megatron2020")
     assert t.hbm_bytes == std["hbm_bytes"]
 

@@ -1,6 +1,7 @@
 """Input is never misread (issue 13, items 3, 4 and 11).
 
-- Inputs of the wrong shape are rejected, not reshaped (only (heads, N, d), or (N, d) when heads == 1); complex
+- Inputs of the wrong shape are rejected, not reshaped (only (batch, heads, N, d), (heads, N, d) when batch == 1,
+  or (N, d) for one head); complex
   inputs are rejected; a wrong number of inputs gets a clear error.
 - Booleans are strict, with one rule everywhere (make_problem, traffic, simulate): ``causal`` and ``backward``
   accept True/False (Python or numpy bools) and the integers 0 and 1; anything else, the string "False" included,
@@ -66,7 +67,7 @@ def same_size_shapes(draw):
 @given(case=same_size_shapes())
 def test_any_other_shape_is_rejected(case):
     heads, n, d, shape = case
-    if shape == (heads, n, d) or (heads == 1 and shape == (n, d)):
+    if shape in ((heads, n, d), (1, heads, n, d)) or (heads == 1 and shape == (n, d)):
         return
     x = np.ones(shape, np.float32)
     good = np.ones((heads, n, d), np.float32)

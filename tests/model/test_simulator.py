@@ -179,7 +179,7 @@ def test_traffic_l2_fields():
     assert 0 < t.dram_read_bytes < t.hbm_read_bytes  # K/V re-reads across row blocks hit in L2
     assert t.memory_time_s == pytest.approx(t.dram_bytes / flashsim.get_device("h200").hbm_bandwidth_bytes_per_s)
     # whole GPU worth of heads: sampled heads, scaled
-    big = traffic("flash2", 1024, 64, heads=1024, l2=True)
+    big = traffic("flash2", 1024, 64, batch=64, heads=16, l2=True)
     assert big.dram_bytes < big.hbm_bytes
 
 

@@ -3,7 +3,7 @@
 Both are built on :class:`flashsim.course.kit.dashboard.Dashboard`, so tests drive them through ``update(...)``
 without a Jupyter kernel::
 
-    d = TrafficDashboard()          # FA1 Fig. 2 middle: N=1024, d=64, 16 heads x batch 64, fp16, A100
+    d = TrafficDashboard()          # FA1 Fig. 2 middle: N=1024, d=64, batch 64 x 16 heads, fp16, A100
     d.update(block_c=128)
     d.current_traffic.hbm_bytes     # 3.56 GB, as the paper says
 
@@ -206,8 +206,8 @@ class FlashStepper(Dashboard):
 class TrafficDashboard(Dashboard):
     """HBM traffic of the FlashAttention forward pass as the K/V block size Bc moves (FA1 Fig. 2 middle).
 
-    Defaults are the paper's: N=1024, d=64, 16 heads × batch 64 = 1024 heads, fp16 storage with fp16 statistics,
-    Algorithm 1 (flash1), A100. ``update(block_c=...)`` moves the slider; ``current_traffic`` is
+    Defaults are the paper's: N=1024, d=64, batch 64 × 16 heads (1024 independent heads), fp16 storage with fp16
+    statistics, Algorithm 1 (flash1), A100. ``update(block_c=...)`` moves the slider; ``current_traffic`` is
     :func:`flashsim.traffic`'s answer there; ``sweep()`` holds every block size's.
 
     Introduced in chapter 05.
@@ -219,14 +219,15 @@ class TrafficDashboard(Dashboard):
     readout_class = "flashsim-traffic-readout"
     figure_class = "flashsim-traffic-plot"
 
-    def __init__(self, n: int = 1024, d: int = 64, heads: int = 1024, algo: str = "flash1", dtype: str = "fp16",
+    def __init__(self, n: int = 1024, d: int = 64, heads: int = 16, algo: str = "flash1", dtype: str = "fp16",
                  stats_dtype: str = "fp16", device: str = "a100", block_c: int = 64, block_r: int = 16,
-                 block_cs=BLOCK_CS):
+                 block_cs=BLOCK_CS, batch: int = 64):
         self.n, self.d, self.heads, self.dtype, self.stats_dtype, self.device = n, d, heads, dtype, stats_dtype, device
+        self.batch = batch
         self.block_r = block_r
         self.block_cs = tuple(block_cs)
         self.algo = algo
-        self._sweep = BlockSweep(n, d, heads, algo, dtype, stats_dtype, block_r, self.block_cs)
+        self._sweep = BlockSweep(n, d, heads, algo, dtype, stats_dtype, block_r, self.block_cs, batch)
         self.block_c = block_c
         self.current_traffic = self.traffic_for(block_c)
 

@@ -172,7 +172,7 @@ def plot_fig2_left(left: dict):
     ax2.set_xticks(x, labels)
     ax2.set_ylabel("runtime (ms)")
     ax2.legend(fontsize=7)
-    fig.suptitle("FA1 Fig. 2 left: GPT-2 medium attention (N=1024, d=64, 1024 heads, fp16), A100", fontsize=9)
+    fig.suptitle("FA1 Fig. 2 left: GPT-2 medium attention (N=1024, d=64, batch 64 × 16 heads, fp16), A100", fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -14,9 +14,10 @@ one LRU L2 of the preset's size, each launch starting cold). The programs (threa
   naive / eager       one launch per op, one program per head touching whole tensors (each op reads each tile
                       once already); the causal mask is one tensor broadcast over heads, so it hits in L2
 
-Heads are independent and identical, so only the first `heads_sim` heads (enough for a few waves of resident
-programs) are replayed and the result is scaled by heads / heads_sim; the scaled requested bytes equal the
-counters exactly whenever heads_sim divides heads (tests check requested == counters).
+"Head" here is one of the problem's batch × heads independent (N, d) problems (B·H, ``problem.batch_heads``). They
+are independent and identical, so only the first `heads_sim` of them (enough for a few waves of resident programs)
+are replayed and the result is scaled by B·H / heads_sim; the scaled requested bytes equal the counters exactly
+whenever heads_sim divides B·H (tests check requested == counters).
 
 :func:`dram_bytes` is what ``traffic(..., l2=True)`` and ``simulate(..., l2=True)`` report. (The Triton kernels'
 own traces, as the kernels issue them, are :func:`flashsim.model.kernel_io.kernel_trace`.)
@@ -151,12 +152,12 @@ def dram_bytes(problem: Problem, res):
     hw = problem.hardware
     if problem.algo in ("naive", "eager"):
         per_head = 1
-        sim_heads = _l2_heads(per_head, hw.num_sms, problem.heads)
+        sim_heads = _l2_heads(per_head, hw.num_sms, problem.batch_heads)
         launches = _standard_launches(problem, res.program, sim_heads)
     else:
         tiles = n_blocks(problem.n, min(res.block_r, res.block_c))
         per_head = 1 if problem.algo == "flash1" else tiles
-        sim_heads = _l2_heads(per_head, hw.num_sms, problem.heads)
+        sim_heads = _l2_heads(per_head, hw.num_sms, problem.batch_heads)
         accesses = flash_trace_accesses(problem, res.block_r, res.block_c, sim_heads)
         if accesses > L2_MAX_ACCESSES:
             raise FlashsimError(
@@ -168,6 +169,6 @@ def dram_bytes(problem: Problem, res):
     total = L2Result()
     for progs in launches:
         total = total + simulate_l2(progs, hw.l2_bytes, hw.num_sms)
-    scale = problem.heads / sim_heads
+    scale = problem.batch_heads / sim_heads
     return L2Result(*(int(round(x * scale)) for x in (total.requested_read_bytes, total.requested_write_bytes,
                                                         total.dram_read_bytes, total.dram_write_bytes)))

@@ -87,13 +87,13 @@ class RingResult:
                      f"{'causal' if self.causal else 'non-causal'}: {self.time_s * 1e3:.3g} ms")
 
 
-def _block_traffic(n_loc, d, bh, dtype, causal, device):
+def _block_traffic(n_loc, d, batch, heads, dtype, causal, device):
     blk = 128
     while True:
         b = max(1, min(blk, n_loc))
         try:
-            return traffic("flash2", n_loc, d, block_r=b, block_c=b, heads=bh, dtype=dtype, causal=causal,
-                           device=device)
+            return traffic("flash2", n_loc, d, block_r=b, block_c=b, batch=batch, heads=heads, dtype=dtype,
+                           causal=causal, device=device)
         except SramCapacityError:
             if blk == 1:
                 raise
@@ -113,8 +113,8 @@ def ring_attention(n: int, d: int, world: int = 2, heads: int = 1, batch: int = 
     cl = Cluster(world, device, link)
     bh = int(batch) * int(heads)
     msg = closed.ring_message_bytes(n, d, world, heads, batch, dtype)
-    t_full = _block_traffic(n_loc, d, bh, dtype, False, cl.hw)
-    t_diag = _block_traffic(n_loc, d, bh, dtype, True, cl.hw) if causal else t_full
+    t_full = _block_traffic(n_loc, d, batch, heads, dtype, False, cl.hw)
+    t_diag = _block_traffic(n_loc, d, batch, heads, dtype, True, cl.hw) if causal else t_full
     merge_bytes = bh * n_loc * (d * 4 + 4)      # running O (fp32) and logsumexp, read twice, written once per merge
     rng = np.random.default_rng(seed)
     if numbers:

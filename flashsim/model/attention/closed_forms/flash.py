@@ -157,8 +157,8 @@ def flash2_backward_bytes(n, d, block_r, block_c, dtype_bytes, stats_bytes, caus
 
 # --- combined ----------------------------------------------------------------------------------------------------
 def flash_bytes(algo: str, n: int, d: int, block_r: int, block_c: int, dtype_bytes: int, stats_bytes: int,
-                causal: bool = False, backward: bool = False, heads: int = 1) -> dict:
-    """The whole problem: forward (+ backward), bytes and FLOPs × heads, peak SRAM the largest phase's.
+                causal: bool = False, backward: bool = False, heads: int = 1, batch: int = 1) -> dict:
+    """The whole problem: forward (+ backward), bytes and FLOPs × batch × heads, peak SRAM the largest phase's.
 
     Same keys as :meth:`flashsim.model.memory.Counters.as_dict` (less reuse_bytes) plus ``init_write_bytes``.
     """
@@ -167,14 +167,14 @@ def flash_bytes(algo: str, n: int, d: int, block_r: int, block_c: int, dtype_byt
     if backward:
         bwd_fn = {"flash1": flash1_backward_bytes, "flash2": flash2_backward_bytes}[algo]
         parts.append(bwd_fn(n, d, block_r, block_c, dtype_bytes, stats_bytes, causal))
-    reads, writes = {}, {}
+    reads, writes, bh = {}, {}, batch * heads
     for part in parts:
         for k, v in part["read_bytes_by_tensor"].items():
-            reads[k] = reads.get(k, 0) + v * heads
+            reads[k] = reads.get(k, 0) + v * bh
         for k, v in part["write_bytes_by_tensor"].items():
-            writes[k] = writes.get(k, 0) + v * heads
-    return _result(reads, writes, sum(p["flops"] for p in parts) * heads,
-                   max(p["sram_peak_bytes"] for p in parts), sum(p["init_write_bytes"] for p in parts) * heads)
+            writes[k] = writes.get(k, 0) + v * bh
+    return _result(reads, writes, sum(p["flops"] for p in parts) * bh,
+                   max(p["sram_peak_bytes"] for p in parts), sum(p["init_write_bytes"] for p in parts) * bh)
 
 
 def fa1_paper_hbm_elements(n: int, d: int, block_c: int) -> int:

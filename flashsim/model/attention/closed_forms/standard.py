@@ -43,9 +43,9 @@ class StandardIO:
         return self.hbm_read_bytes + self.hbm_write_bytes
 
 
-def naive_io(n: int, d: int, dtype="fp16", backward: bool = False, heads: int = 1) -> StandardIO:
-    """Algorithm 0 (+ Algorithm 3 when backward): exact HBM bytes and matmul FLOPs. Causal changes nothing:
-    the full S is computed and the mask applied inside the softmax kernel."""
+def naive_io(n: int, d: int, dtype="fp16", backward: bool = False, heads: int = 1, batch: int = 1) -> StandardIO:
+    """Algorithm 0 (+ Algorithm 3 when backward): exact HBM bytes and matmul FLOPs of batch × heads heads. Causal
+    changes nothing: the full S is computed and the mask applied inside the softmax kernel."""
     b, nd, u = dtype_bytes(dtype), n * d, n * n
     reads = {"Q": nd * b, "K": nd * b, "S": u * b, "P": u * b, "V": nd * b}
     writes = {"S": u * b, "P": u * b, "O": nd * b}
@@ -57,14 +57,16 @@ def naive_io(n: int, d: int, dtype="fp16", backward: bool = False, heads: int = 
             reads[name] = reads.get(name, 0) + nbytes
         writes.update({"dP": u * b, "dV": nd * b, "dS": u * b, "dQ": nd * b, "dK": nd * b})
         flops += 8 * u * d
-    return StandardIO(sum(reads.values()) * heads, sum(writes.values()) * heads, flops * heads,
-                      {k: v * heads for k, v in reads.items()}, {k: v * heads for k, v in writes.items()})
+    bh = batch * heads
+    return StandardIO(sum(reads.values()) * bh, sum(writes.values()) * bh, flops * bh,
+                      {k: v * bh for k, v in reads.items()}, {k: v * bh for k, v in writes.items()})
 
 
 def eager_io(n: int, d: int, dtype="fp16", *, fuse_scale: bool = False, fuse_mask_softmax: bool = False,
              upcast: bool = True, causal: bool = False, dropout: bool = False, backward: bool = False,
-             heads: int = 1) -> StandardIO:
-    """The eager op model's exact bytes: one term per kernel, forward then backward (chapter 02).
+             heads: int = 1, batch: int = 1) -> StandardIO:
+    """The eager op model's exact bytes of batch × heads heads: one term per kernel, forward then backward
+    (chapter 02).
 
     >>> eager_io(1024, 64, fuse_scale=True, fuse_mask_softmax=True, upcast=False).hbm_read_bytes == \
         naive_io(1024, 64).hbm_read_bytes
@@ -103,14 +105,15 @@ def eager_io(n: int, d: int, dtype="fp16", *, fuse_scale: bool = False, fuse_mas
             r, w = r + u * b, w + u * b  # grad of the scale
         r, w = r + 2 * (u * b + nd * b), w + 2 * nd * b  # dQ = dS K, dK = dSᵀ Q
         flops += 8 * u * d
-    return StandardIO(r * heads, w * heads, flops * heads)
+    return StandardIO(r * batch * heads, w * batch * heads, flops * batch * heads)
 
 
 def standard_io(algo: str, n: int, d: int, dtype="fp16", *, causal: bool = False, backward: bool = False,
-                dropout: bool = False, heads: int = 1, eager_ops=None) -> StandardIO:
+                dropout: bool = False, heads: int = 1, eager_ops=None, batch: int = 1) -> StandardIO:
     """Closed form for algo "naive" or "eager" (eager_ops: an EagerOps or preset name, default "pytorch")."""
     if algo == "naive":
-        return naive_io(n, d, dtype, backward, heads)
+        return naive_io(n, d, dtype, backward, heads, batch)
     ops = resolve_eager_ops(eager_ops)
     return eager_io(n, d, dtype, fuse_scale=ops.fuse_scale, fuse_mask_softmax=ops.fuse_mask_softmax,
-                    upcast=ops.upcast, causal=causal, dropout=dropout, backward=backward, heads=heads)
+                    upcast=ops.upcast, causal=causal, dropout=dropout, backward=backward, heads=heads,
+                    batch=batch)

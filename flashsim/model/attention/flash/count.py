@@ -107,7 +107,7 @@ def count_flash(problem) -> FlashCount:
         bwd, init_b = _count_backward(problem.algo, n, d, br, bc, b, bs, problem.causal)
         bwd.sram_peak_bytes = effective_peak(problem, br, bc, phases(problem.algo, True)[1:])[0]
         init += init_b
-    h = problem.heads
+    h = problem.batch_heads
     fwd_h = fwd * h
     bwd_h = bwd * h if bwd is not None else None
     total = fwd_h + bwd_h if bwd_h is not None else fwd_h * 1

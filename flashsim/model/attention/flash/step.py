@@ -29,27 +29,27 @@ EVENT_O_BUDGET_BYTES = 64 * 1024**2
 class FlashRun(FlashCount):
     """Step-mode result: the counters plus the numbers, and head 0's Memory with its Event log."""
 
-    out: np.ndarray | None = None  # (heads, N, d) float32, as stored in HBM (rounded to the storage dtype)
-    lse: np.ndarray | None = None  # (heads, N) float32 logsumexp m + log l
-    grads: tuple | None = None  # (dq, dk, dv), each (heads, N, d) float32, when backward
+    out: np.ndarray | None = None  # (B·H, N, d) float32, as stored in HBM (rounded to the storage dtype)
+    lse: np.ndarray | None = None  # (B·H, N) float32 logsumexp m + log l
+    grads: tuple | None = None  # (dq, dk, dv), each (B·H, N, d) float32, when backward
     memory: Memory | None = None  # head 0
 
 
 def _as_heads(name: str, x, heads: int, n: int, d: int) -> np.ndarray:
     if x is None:
-        raise FlashsimError(f"{name} is required (an array of shape (heads, N, d) = ({heads}, {n}, {d}))")
+        raise FlashsimError(f"{name} is required (an array of shape (batch × heads, N, d) = ({heads}, {n}, {d}))")
     a = np.asarray(x, dtype=np.float32)
     if a.ndim == 2 and heads == 1:
         a = a[None]
     if a.shape != (heads, n, d):
-        raise FlashsimError(f"{name} has shape {np.shape(x)}: expected (heads, N, d) = ({heads}, {n}, {d})")
+        raise FlashsimError(f"{name} has shape {np.shape(x)}: expected (batch × heads, N, d) = ({heads}, {n}, {d})")
     return a
 
 
 def step_host_bytes(problem, br: int, bc: int, record_events: bool = True) -> int:
     """Host memory step mode needs (an estimate, for the budget check): one head's HBM tensors (fp32), the outputs
     of all heads, and head 0's event log: about 16 events of ~500 bytes per tile per phase, plus the m, l rows."""
-    n, d, h = problem.n, problem.d, problem.heads
+    n, d, h = problem.n, problem.d, problem.batch_heads
     tensors = (12 if problem.backward else 6) * n * d * 4 + 4 * n * 4
     outputs = h * (4 if problem.backward else 1) * n * d * 4 + h * n * 4
     tiles = n_blocks(n, br) * n_blocks(n, bc) * (2 if problem.backward else 1)
@@ -61,14 +61,14 @@ def run_flash(problem, q, k, v, do=None, memory: Memory | None = None, record_ev
               on_event=None) -> FlashRun:
     """Step mode: run flash1/flash2 (forward, + backward when problem.backward) on real numbers.
 
-    q, k, v (and do for the backward): float arrays (heads, N, d) ((N, d) accepted when heads == 1). Every head
-    runs through a Memory; head 0's keeps its Event log (record_events) and is returned as ``.memory``. Pass
-    `memory` to supply head 0's Memory yourself (e.g. with an on_event callback); its capacity should be the
-    problem's SRAM. on_event: a callback given every Event of the heads in Memories made here (simulate's progress
-    bar).
+    q, k, v (and do for the backward): float arrays (B·H, N, d), the problem's batch × heads independent heads
+    ((N, d) accepted when B·H == 1). Every head runs through a Memory; head 0's keeps its Event log
+    (record_events) and is returned as ``.memory``. Pass `memory` to supply head 0's Memory yourself (e.g. with an
+    on_event callback); its capacity should be the problem's SRAM. on_event: a callback given every Event of the
+    heads in Memories made here (simulate's progress bar).
     """
     br, bc = resolve_blocks(problem)
-    n, d, h = problem.n, problem.d, problem.heads
+    n, d, h = problem.n, problem.d, problem.batch_heads
     check_host_budget(step_host_bytes(problem, br, bc, record_events),
                       fix="use " + ("record_events=False (no event log), " if record_events else "")
                           + "larger blocks, a smaller N, or count mode (count_flash / flashsim.traffic), which "
@@ -96,7 +96,7 @@ def run_flash(problem, q, k, v, do=None, memory: Memory | None = None, record_ev
 def _run_heads(problem, br, bc, q, k, v, do, memory, record_events, keep_o, out, lse, grads, on_event=None):
     """Every head through its own Memory (head 0's keeps the event log); returns summed counters and Memory 0."""
     fwd_total = bwd_total = mem0 = None
-    for head in range(problem.heads):
+    for head in range(problem.batch_heads):
         if head == 0 and memory is not None:
             mem = memory
         else:

@@ -89,6 +89,6 @@ def count_standard(problem: Problem, eager_ops=None) -> StandardCount:
         bwd = Counters()
         for op in prog.backward:
             _count_op(op, prog, r, c, problem.d, bwd)
-    fwd, bwd = fwd * problem.heads, (bwd * problem.heads if bwd is not None else None)
+    fwd, bwd = fwd * problem.batch_heads, (bwd * problem.batch_heads if bwd is not None else None)
     total = fwd + bwd if bwd is not None else fwd + Counters()
     return StandardCount(total, fwd, bwd, br, bc, ops, prog)

@@ -21,7 +21,7 @@ from flashsim.model.problem import Problem
 
 @dataclass
 class StandardRun:
-    """Step-mode result. Arrays are (heads, N, d) float32 as HBM holds them (rounded to the storage dtype)."""
+    """Step-mode result. Arrays are (B·H, N, d) float32 as HBM holds them (rounded to the storage dtype)."""
 
     out: np.ndarray
     grads: tuple | None  # (dq, dk, dv) when backward
@@ -47,7 +47,7 @@ def standard_host_bytes(problem: Problem, eager_ops=None, record_events: bool = 
     br, bc = resolve_standard_blocks(problem, eager_ops)
     tiles = n_blocks(n, br) * n_blocks(n, bc) * (len(prog.forward) + len(prog.backward))
     events = tiles * 6 * 200 if record_events else 0  # ~6 events of ~200 bytes per tile
-    return per_head + events + problem.heads * n * d * 4 * 8
+    return per_head + events + problem.batch_heads * n * d * 4 * 8
 
 
 def run_standard(problem: Problem, q, k, v, do=None, *, eager_ops=None, keep=None, memory: Memory | None = None,
@@ -55,8 +55,9 @@ def run_standard(problem: Problem, q, k, v, do=None, *, eager_ops=None, keep=Non
                  on_event=None) -> StandardRun:
     """Step mode: run naive or eager attention on numbers through the simulated Memory (chapter 02).
 
-    q, k, v, do: float arrays (heads, N, d) (or (N, d) for one head); stored in HBM rounded to ``problem.dtype``.
-    keep: dropout keep masks (heads, N, N) bool, the random stream the dropout kernel draws from (generated from
+    q, k, v, do: float arrays (B·H, N, d), the problem's batch × heads heads (or (N, d) for one head); stored in
+    HBM rounded to ``problem.dtype``.
+    keep: dropout keep masks (B·H, N, N) bool, the random stream the dropout kernel draws from (generated from
     seed 0 when None and dropout_p > 0). memory: a Memory for head 0 (e.g. with an on_event callback); other
     heads run in fresh ones without events. on_event: a callback given every Event of the heads in Memories made
     here (simulate's progress bar). Returns outputs, (dq, dk, dv) when backward, and the counters.
@@ -68,11 +69,11 @@ def run_standard(problem: Problem, q, k, v, do=None, *, eager_ops=None, keep=Non
     arrays = [_as_heads(name, a, problem) for name, a in (("q", q), ("k", k), ("v", v))]
     if problem.backward:
         if do is None:
-            raise FlashsimError("backward=True needs do (the gradient of the output), shape (heads, N, d)")
+            raise FlashsimError("backward=True needs do (the gradient of the output), shape (batch × heads, N, d)")
         arrays.append(_as_heads("do", do, problem))
     if problem.dropout_p and keep is None:
-        keep = np.random.default_rng(0).random((problem.heads, problem.n, problem.n)) >= problem.dropout_p
-    heads, n, d = problem.heads, problem.n, problem.d
+        keep = np.random.default_rng(0).random((problem.batch_heads, problem.n, problem.n)) >= problem.dropout_p
+    heads, n, d = problem.batch_heads, problem.n, problem.d
     out = np.empty((heads, n, d), np.float32)
     grads = tuple(np.empty((heads, n, d), np.float32) for _ in range(3)) if problem.backward else None
     fwd_total, bwd_total, first = Counters(), Counters(), None
@@ -116,9 +117,9 @@ def _as_heads(name: str, a, problem: Problem) -> np.ndarray:
     a = np.asarray(a, dtype=np.float32)
     if a.ndim == 2:
         a = a[None]
-    want = (problem.heads, problem.n, problem.d)
+    want = (problem.batch_heads, problem.n, problem.d)
     if a.shape != want:
-        raise FlashsimError(f"{name} has shape {a.shape}, expected (heads, N, d) = {want}")
+        raise FlashsimError(f"{name} has shape {a.shape}, expected (batch × heads, N, d) = {want}")
     return a
 
 
