@@ -183,7 +183,7 @@ class _Requested:
 
     def naive(self) -> list:
         bh, row = self.bh, self.row_bytes
-        s = bh * self.N * self.N * F32                    # S and P whole, causal too: tiles above the diagonal -inf
+        s = bh * self.N * self.N * F32                    # S and P stored whole, causal too: -inf above the diagonal
         return [LaunchIO("_scores_kernel", {"Q": bh * self.q_rows * row, "K": bh * self.kv_rows * row}, {"S": s}),
                 LaunchIO("_softmax_kernel", {"S": s}, {"P": s}),
                 LaunchIO("_pv_kernel", {"P": bh * self.tile_elems * F32, "V": bh * self.kv_rows * row},
