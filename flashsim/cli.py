@@ -164,7 +164,7 @@ def _cmd_paper(args) -> int:
 
 
 def _cmd_measure(args) -> int:
-    from flashsim.measure import run_measure
+    from flashsim.measure import run_measure  # imports torch: only the measure subcommand pays for it
     _check_measure_budget(args)
     return int(run_measure(args) or 0)
 
@@ -200,7 +200,7 @@ def _check_measure_budget(args) -> None:
     except FlashsimError:
         return  # an unknown dtype: measure says so
     budget, where = DEFAULT_HOST_BUDGET_BYTES, "host memory budget (the Triton interpreter)"
-    from flashsim import kernels
+    from flashsim import kernels  # imports torch, as measure (the caller) does anyway
     if not kernels.INTERPRETER:
         import torch
         budget, where = int(0.9 * torch.cuda.mem_get_info()[0]), "free GPU memory"

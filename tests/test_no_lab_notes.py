@@ -1,11 +1,9 @@
 """The package's code says what and why; the lab notebook (dates, scores, "before" values, issue numbers, speed
 ratios) lives in benchmarks/results/NOTES.md.
 
-The calibration table (flashsim/model/calibration.py) is the one place that names result files: a string constant
-there that is exactly the name of a file kept in benchmarks/results/ (which the results index checks) is a citation,
-not a note. Everything else in the package, comments and docstrings included, is scanned line by line.
+Every file of the package, comments and docstrings included, is scanned line by line; the calibration table cites
+its results by keys of the results index, not by dated file names.
 """
-import ast
 import re
 from pathlib import Path
 
@@ -13,8 +11,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "flashsim"
-RESULTS = ROOT / "benchmarks" / "results"
-CALIBRATION = PACKAGE / "model" / "calibration.py"
 
 LAB_NOTES = {
     "a date": re.compile(r"(?<!\d)20\d\d-[01]\d-[0-3]\d(?!\d)"),
@@ -28,24 +24,10 @@ LAB_NOTES = {
 ALLOWED: dict = {}
 
 
-def _citations(path: Path, lines: list) -> list:
-    """``lines`` with the calibration table's citations of kept result files blanked out."""
-    if path != CALIBRATION:
-        return lines
-    kept = {p.name for p in RESULTS.iterdir()}
-    out = list(lines)
-    for node in ast.walk(ast.parse("\n".join(lines))):
-        if isinstance(node, ast.Constant) and node.value in kept and node.lineno == node.end_lineno:
-            row = out[node.lineno - 1]
-            out[node.lineno - 1] = row[:node.col_offset] + " " * (node.end_col_offset - node.col_offset) + \
-                row[node.end_col_offset:]
-    return out
-
-
 def _notes(path: Path) -> list:
     lines = path.read_text().splitlines()
     return [f"{path.relative_to(ROOT)}:{i}: {what}: {line.strip()[:120]}"
-            for i, line in enumerate(_citations(path, lines), 1)
+            for i, line in enumerate(lines, 1)
             for what, pattern in LAB_NOTES.items() if pattern.search(line)]
 
 

@@ -37,7 +37,7 @@ import triton.language as tl  # noqa: E402
 
 from flashsim.errors import FlashsimError  # noqa: E402
 from flashsim.kernels import flash_backward, flash_forward  # noqa: E402
-from flashsim.kernels._common import (check_blocks, check_flag, check_launch, check_qkv,  # noqa: E402
+from flashsim.kernels._common import (LOG2E, check_blocks, check_flag, check_launch, check_qkv,  # noqa: E402
                                       check_tensors, head_block, output_like, scale_of, tensor_desc, use_tma)
 from flashsim.kernels.flash_bwd import _bwd_preprocess  # noqa: E402
 from flashsim.measure import bench  # noqa: E402
@@ -68,7 +68,7 @@ def _dkdv_atomic_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, 
         # reads L once per K/V row block: N fp32 per row block
         lse = tl.load(LSE + pid_bh * N + rows, mask=m_valid, other=0.0)   # (BLOCK_M,)
         qkT = tl.dot(k, tl.trans(q))                                      # (BLOCK_N, BLOCK_M) = S tileᵀ / scale
-        pT = tl.math.exp2(qkT * qk_scale - lse[None, :] * 1.4426950408889634)   # recomputed P tileᵀ (exp2)
+        pT = tl.math.exp2(qkT * qk_scale - lse[None, :] * LOG2E)                 # recomputed P tileᵀ (exp2)
         if MASK:
             keep = m_valid[None, :]
             keep = keep & (offs_n < N)[:, None]           # keys past N: their dS must be 0, it goes into dQ
@@ -131,7 +131,7 @@ def _bwd_dkdv_atomic(Q, K, V, DO, DK, DV, LSE, DELTA, sm_scale, DESC_Q, DESC_DO,
     whole = whole * ((pid_n + 1) * BLOCK_N <= N).to(tl.int32)
     full = tl.maximum(mid, whole)
     # [lo, mid): blocks on the diagonal, masked; [mid, full): below it, unmasked; [full, N): ragged, masked
-    qk_scale = sm_scale * 1.4426950408889634          # exp(x) = exp2(x * log2(e)): fold log2(e) into the scale
+    qk_scale = sm_scale * LOG2E                       # exp(x) = exp2(x * log2(e)): fold log2(e) into the scale
     dk, dv = _dkdv_atomic_tiles(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, qk_scale, sm_scale, base, pid_bh, stride_n, stride_d,
                          DESC_Q, DESC_DO, b, h, offs_n, offs_m, offs_d, d_valid, N, lo, mid,
                          MASK=True, CAUSAL=CAUSAL, USE_TMA=USE_TMA, BLOCK_M=BLOCK_M,

@@ -24,6 +24,8 @@ select_backend()          # GPU or interpreter, chosen before triton is imported
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from flashsim.kernels._common import LN2, LOG2E  # noqa: E402
+
 
 @triton.jit
 def _softmax_step(acc, l_i, m_i, qk, offs_m, cols, N, qk_scale, MASK: tl.constexpr, CAUSAL: tl.constexpr,
@@ -124,7 +126,7 @@ def _tile(desc_q, desc_k, desc_v, desc_o, LSE, qk_scale, pid_m, pid_bh, H, N, CA
                                  True, CAUSAL, EVEN_N, WS, BLOCK_N, BLOCK_D)
     acc = acc / l_i[:, None]
     desc_o.store([b, h, pid_m * BLOCK_M, 0], acc.to(desc_o.dtype).reshape(1, 1, BLOCK_M, BLOCK_D))
-    tl.store(LSE + pid_bh * N + offs_m, (m_i + tl.math.log2(l_i)) * 0.6931471805599453, mask=offs_m < N)
+    tl.store(LSE + pid_bh * N + offs_m, (m_i + tl.math.log2(l_i)) * LN2, mask=offs_m < N)
 
 
 @triton.jit
@@ -134,7 +136,7 @@ def _fwdx_grid(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N, CAUSAL: tl.c
     pid_m = tl.program_id(0)
     if CAUSAL:
         pid_m = tl.num_programs(0) - 1 - pid_m
-    _tile(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale * 1.4426950408889634, pid_m, tl.program_id(1), H, N,
+    _tile(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale * LOG2E, pid_m, tl.program_id(1), H, N,
           CAUSAL, EVEN_N, WS, ONELOOP, PREQK, BLOCK_M, BLOCK_N, BLOCK_D)
 
 
@@ -149,7 +151,7 @@ def _fwdx_persistent(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N, n_m, t
         pid_m = t % n_m
         if CAUSAL:
             pid_m = n_m - 1 - pid_m
-        _tile(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale * 1.4426950408889634, pid_m, t // n_m, H, N,
+        _tile(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale * LOG2E, pid_m, t // n_m, H, N,
               CAUSAL, EVEN_N, WS, ONELOOP, PREQK, BLOCK_M, BLOCK_N, BLOCK_D)
 
 

@@ -29,7 +29,7 @@ from benchmarks.experiments.fwd_variants import _softmax_step, launch  # noqa: E
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from flashsim.kernels._common import tensor_desc  # noqa: E402
+from flashsim.kernels._common import LN2, LOG2E, tensor_desc  # noqa: E402
 
 
 # --- ping-pong: two Q half-tiles per program, updated alternately ------------------------------------------------
@@ -79,7 +79,7 @@ def _fwd_pingpong_kernel(DESC_Q, DESC_K, DESC_V, DESC_O, LSE, sm_scale, H, N, CA
     l1 = tl.zeros([HALF], dtype=tl.float32)
     acc0 = tl.zeros([HALF, BLOCK_D], dtype=tl.float32)
     acc1 = tl.zeros([HALF, BLOCK_D], dtype=tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
+    qk_scale = sm_scale * LOG2E
     if CAUSAL:
         lo = start // BLOCK_N * BLOCK_N
         hi = tl.minimum(start + 2 * HALF, N)
@@ -92,8 +92,8 @@ def _fwd_pingpong_kernel(DESC_Q, DESC_K, DESC_V, DESC_O, LSE, sm_scale, H, N, CA
                                            offs_m1, offs_n, N, qk_scale, lo, hi, True, CAUSAL, BLOCK_N, BLOCK_D)
     DESC_O.store([b, h, start, 0], (acc0 / l0[:, None]).to(DESC_O.dtype).reshape(1, 1, HALF, BLOCK_D))
     DESC_O.store([b, h, start + HALF, 0], (acc1 / l1[:, None]).to(DESC_O.dtype).reshape(1, 1, HALF, BLOCK_D))
-    tl.store(LSE + pid_bh * N + offs_m0, (m0 + tl.math.log2(l0)) * 0.6931471805599453, mask=offs_m0 < N)
-    tl.store(LSE + pid_bh * N + offs_m1, (m1 + tl.math.log2(l1)) * 0.6931471805599453, mask=offs_m1 < N)
+    tl.store(LSE + pid_bh * N + offs_m0, (m0 + tl.math.log2(l0)) * LN2, mask=offs_m0 < N)
+    tl.store(LSE + pid_bh * N + offs_m1, (m1 + tl.math.log2(l1)) * LN2, mask=offs_m1 < N)
 
 
 # --- launchers (tune_attention's convention: a zero-argument launch and a check against the package's outputs) ----

@@ -2,10 +2,11 @@
 
 The L2 model (:mod:`flashsim.model.l2`, fed by :func:`flashsim.model.kernel_io.kernel_dram`) is a structural model
 of an H100/H200 L2 with a few free parameters; this table holds those parameters and nothing else. Each
-:class:`Fitted` entry says what the constant is, the file under ``benchmarks/results/`` it was fitted on (Nsight
-Compute's DRAM bytes of the course's kernels on an H200, kept and indexed there), how it was chosen (the grid or
-range searched, on which launches) and the fit's score. The story of each choice is in
-``benchmarks/results/NOTES.md``.
+:class:`Fitted` entry says what the constant is, the results it was fitted on (Nsight Compute's DRAM bytes of the
+course's kernels on an H200), how it was chosen (the grid or range searched, on which launches) and the fit's
+score. Results are cited by a key: the line of the index ``benchmarks/results/README.md`` that gives the key after
+"calibration table:" names the kept file and says which run it is, so the package names no dated file. The story
+of each choice is in ``benchmarks/results/NOTES.md``.
 
 Why the model has these parameters:
 
@@ -37,9 +38,9 @@ from typing import NamedTuple
 
 
 class Fitted(NamedTuple):
-    """One fitted constant: its value, what it is, the results files (under ``benchmarks/results/``) it was fitted
-    on, the method (grid or range searched, on which launches), the fit's score, and the files of measurements
-    taken after the fit that check it."""
+    """One fitted constant: its value, what it is, the results it was fitted on (keys of the results index, module
+    docstring), the method (grid or range searched, on which launches), the fit's score, and the keys of
+    measurements taken after the fit that check it."""
     value: object
     what: str
     fitted_on: tuple
@@ -52,44 +53,44 @@ CALIBRATION = {
     "PROGRAMS_PER_SM": Fitted(
         1,
         "programs resident per SM in the L2 model, for every launch not in LAUNCH_PROGRAMS_PER_SM",
-        ("kernels_h200_2026-11-29.json",),
+        ("h200_ncu_sweep_first",),
         "1 and 2 programs per SM compared on the ncu sweep's single-head flash forwards at N=65536 and 131072",
         "within 1 % of ncu's DRAM bytes at 1 (44-45 % off at 2); held out: 16/16 configurations measured later "
         "within 10 %",
-        ("kernels_h200_2026-11-30.json",)),
+        ("h200_ncu_sweep",)),
     "LAUNCH_PROGRAMS_PER_SM": Fitted(
         {"_online_softmax_kernel": 2},
         "launches whose occupancy is not PROGRAMS_PER_SM, from their resources (registers per thread, sm_90)",
-        ("fidelity_h200_2026-12-03_recompare.json",),
+        ("h200_writeback_sweep",),
         "from the offline sm_90 compile's registers per thread (140-252 at 4 warps), checked on the online "
         "softmax's write-back reads",
         "fitted with L2_TILE_COSTS: online_softmax 23/28 launches within the DRAM criterion (write-back)"),
     "L2_SHARED_FRACTION": Fitted(
         0.48,
         "fraction of the L2 the model uses (about one of the two partitions)",
-        ("fidelity_h200_2026-12-02_2.json",),
+        ("h200_window_fit",),
         "grid: 0.45-0.50 by L2_PROTECTED_FRACTION 0.5-0.7, on the launches fidelity_h200.py marks 'fit' "
         "(ncu's window of one kernel); the other configurations check it",
         "30/39 fit launches within the DRAM criterion"),
     "L2_PROTECTED_FRACTION": Fitted(
         0.6,
         "share of the model's L2 the segmented LRU keeps for tiles in reuse or written",
-        ("fidelity_h200_2026-12-02_2.json",),
+        ("h200_window_fit",),
         "chosen together with L2_SHARED_FRACTION (grid 0.5-0.7)",
         "30/39 fit launches within the DRAM criterion"),
     "L2_TILE_COSTS": Fitted(
         (1.0, 0.63, 0.63),
         "L2 capacity per byte of a tile several programs touch, one program only reads, one program writes",
-        ("fidelity_h200_2026-12-03_recompare.json",),
+        ("h200_writeback_sweep",),
         "one cost for a tile one program reads or writes, range 0.60-0.68 in steps of 0.01, on the online "
         "softmax's fit launches (write-back reads); the other kernels' fit reads do not change over 0.55-0.70",
         "read error of the fit launches smallest at 0.63 (50.0 model / 50.3 MiB measured at N=4096); the whole "
         "sweep under the model: 237/259 launches within the DRAM criterion",
-        ("fidelity_h200_2026-12-03_new7.json", "fidelity_h200_2026-12-03_merged.md")),
+        ("h200_holdout_new7", "h200_criterion_count")),
     "L2_DIRTY_FRACTION": Fitted(
         0.44,
         "the most bytes the model keeps dirty, as a fraction of the L2 (26.4 MiB on the H200)",
-        ("fidelity_h200_2026-12-03_recompare_4.json",),
+        ("h200_window_sweep",),
         "range 0.36-0.48 on the window writes (ncu's window of one kernel) of the fit launches; the write-back "
         "measurement's reads and writes do not depend on it",
         "26/39 fit launches within the criterion at 0.43-0.45, 22-25 at the other values"),

@@ -38,6 +38,7 @@ Block sizes are the kernels' ``block_m`` (BLOCK_M, the paper's Br) and ``block_n
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -141,88 +142,76 @@ def kernel_io(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: b
               batch: int = 1, heads: int = 1, block_k: int = 32) -> KernelIO:
     """Closed-form bytes each launch of ``kernel`` requests from global memory (see the module docstring)."""
     es = _check(kernel, n, d, block_m, block_n, dtype)
-    bh = batch * heads
-    N, bm, bn = n, block_m, block_n
-    nd = N * d * es
-    kv_rows = tile_sums(N, bm, bn, causal)[1]  # K/V rows loaded over all Q blocks (visible tiles)
-    launches = []
-    if kernel == "flash_fwd":
-        L = LaunchIO("_flash_fwd_kernel")
-        L.add("load", "Q", bh * nd)
-        L.add("load", "K", bh * kv_rows * d * es)
-        L.add("load", "V", bh * kv_rows * d * es)
-        L.add("store", "O", bh * nd)
-        L.add("store", "LSE", bh * N * F32)
-        launches = [L]
-    elif kernel == "flash_bwd":
-        P = LaunchIO("_bwd_preprocess")
-        P.add("load", "O", bh * nd)
-        P.add("load", "DO", bh * nd)
-        P.add("store", "DELTA", bh * N * F32)
-        KV = LaunchIO("_bwd_dkdv")
-        KV.add("load", "K", bh * nd)
-        KV.add("load", "V", bh * nd)
-        q_rows = tile_sums(N, bm, bn, causal)[0]  # Q rows over the visible tiles (each K/V block's Q blocks)
-        KV.add("load", "Q", bh * q_rows * d * es)
-        KV.add("load", "LSE", bh * q_rows * F32)
-        KV.add("load", "DO", bh * q_rows * d * es)
-        KV.add("load", "DELTA", bh * q_rows * F32)
-        KV.add("store", "DK", bh * nd)
-        KV.add("store", "DV", bh * nd)
-        DQ = LaunchIO("_bwd_dq")
-        DQ.add("load", "Q", bh * nd)
-        DQ.add("load", "DO", bh * nd)
-        DQ.add("load", "LSE", bh * N * F32)
-        DQ.add("load", "DELTA", bh * N * F32)
-        DQ.add("load", "K", bh * kv_rows * d * es)
-        DQ.add("load", "V", bh * kv_rows * d * es)
-        DQ.add("store", "DQ", bh * nd)
-        launches = [P, KV, DQ]
-    elif kernel == "naive":
-        S = LaunchIO("_scores_kernel")
-        q_rows, k_rows, p_el = tile_sums(N, bm, bn, causal)  # over visible tiles: Q rows, K rows, P elements
-        S.add("load", "Q", bh * q_rows * d * es)
-        S.add("load", "K", bh * k_rows * d * es)
-        S.add("store", "S", bh * N * N * F32)           # causal too: tiles above the diagonal store -inf
-        SM = LaunchIO("_softmax_kernel")
-        SM.add("load", "S", bh * N * N * F32)
-        SM.add("store", "P", bh * N * N * F32)
-        PV = LaunchIO("_pv_kernel")
-        PV.add("load", "P", bh * p_el * F32)
-        PV.add("load", "V", bh * kv_rows * d * es)
-        PV.add("store", "O", bh * nd)
-        launches = [S, SM, PV]
-    elif kernel == "tiled_matmul":
-        L = LaunchIO("_matmul_kernel")  # A (n, d) @ B (d, n): C tiles are S tiles, so the same visible-tile sums
-        a_rows, b_cols, c_el = tile_sums(N, bm, bn, causal)
-        L.add("load", "A", a_rows * d * es)
-        L.add("load", "B", b_cols * d * es)
-        L.add("store", "C", c_el * es)
-        launches = [L]
-    elif kernel == "online_softmax":
-        elems = tile_sums(N, bm, bn, causal)[2]  # X / P elements of the visible tiles
-        L = LaunchIO("_online_softmax_kernel")
-        L.add("load", "X", 2 * elems * es)
-        L.add("store", "P", elems * es)
-        L.add("store", "LSE", N * F32)
-        launches = [L]
+    launches = getattr(_Requested(n, d, block_m, block_n, causal, es, batch * heads), kernel)()
     if _whole_sectors(n, d, block_m, block_n, block_k):
-        # every row segment is whole, aligned sectors: the L1 serves the element bytes (the statistics of the
-        # flash backward once per warp holding them)
         for L in launches:
-            copies = _bwd_stat_copies(L.name, d, block_m) if L.name in ("_bwd_dkdv", "_bwd_dq") else 1
-            L.l1 = ({t: b * (copies if t in ("LSE", "DELTA") else 1) for t, b in L.loads.items()}, dict(L.stores))
+            L.l1 = _element_sectors(L, d, block_m)
     else:
-        cache: list = []
-
-        def sector_view(i):
-            if not cache:
-                cache.extend(l1_io(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k))
-            return cache[i]
-
-        for i, L in enumerate(launches):
-            L.l1 = (lambda i=i: sector_view(i))
+        _defer_sector_view(launches, lambda: l1_io(kernel, n, d, block_m, block_n, causal, dtype, batch, heads,
+                                                   block_k))
     return KernelIO(kernel, launches)
+
+
+class _Requested:
+    """One launch geometry and the element bytes its kernels request, for :func:`kernel_io`: one method per
+    kernel, each returning that kernel's [LaunchIO] in launch order. The flash and naive kernels run on
+    (batch, heads, N, d) tensors; tiled_matmul and online_softmax on one matrix."""
+
+    def __init__(self, n: int, d: int, block_m: int, block_n: int, causal: bool, es: int, bh: int):
+        self.N, self.es, self.bh = n, es, bh
+        self.row_bytes = d * es                     # one row of Q, K, V, O, dO or a gradient
+        self.nd_bytes = bh * n * d * es             # a whole (batch, heads, N, d) tensor
+        self.stat_bytes = bh * n * F32              # a whole (batch, heads, N) fp32 statistic (LSE, delta)
+        # over the visible tiles: Q rows (Q_i once per tile), K/V rows (K_j, V_j once per tile), S elements
+        self.q_rows, self.kv_rows, self.tile_elems = tile_sums(n, block_m, block_n, causal)
+
+    def flash_fwd(self) -> list:
+        kv = self.bh * self.kv_rows * self.row_bytes
+        return [LaunchIO("_flash_fwd_kernel", {"Q": self.nd_bytes, "K": kv, "V": kv},
+                         {"O": self.nd_bytes, "LSE": self.stat_bytes})]
+
+    def flash_bwd(self) -> list:
+        nd, stat = self.nd_bytes, self.stat_bytes
+        q = self.bh * self.q_rows * self.row_bytes        # Q and dO: each K/V block reads its visible Q blocks
+        q_stat = self.bh * self.q_rows * F32              # LSE and delta beside them
+        kv = self.bh * self.kv_rows * self.row_bytes      # K and V: each Q block reads its visible K/V blocks
+        return [LaunchIO("_bwd_preprocess", {"O": nd, "DO": nd}, {"DELTA": stat}),
+                LaunchIO("_bwd_dkdv", {"K": nd, "V": nd, "Q": q, "LSE": q_stat, "DO": q, "DELTA": q_stat},
+                         {"DK": nd, "DV": nd}),
+                LaunchIO("_bwd_dq", {"Q": nd, "DO": nd, "LSE": stat, "DELTA": stat, "K": kv, "V": kv},
+                         {"DQ": nd})]
+
+    def naive(self) -> list:
+        bh, row = self.bh, self.row_bytes
+        s = bh * self.N * self.N * F32                    # S and P stored whole, causal too: -inf above the diagonal
+        return [LaunchIO("_scores_kernel", {"Q": bh * self.q_rows * row, "K": bh * self.kv_rows * row}, {"S": s}),
+                LaunchIO("_softmax_kernel", {"S": s}, {"P": s}),
+                LaunchIO("_pv_kernel", {"P": bh * self.tile_elems * F32, "V": bh * self.kv_rows * row},
+                         {"O": self.nd_bytes})]
+
+    def tiled_matmul(self) -> list:
+        # A (n, d) @ B (d, n): C's tiles are S's tiles, so the same visible-tile sums
+        return [LaunchIO("_matmul_kernel", {"A": self.q_rows * self.row_bytes, "B": self.kv_rows * self.row_bytes},
+                         {"C": self.tile_elems * self.es})]
+
+    def online_softmax(self) -> list:
+        x = self.tile_elems * self.es                     # X / P elements of the visible tiles; X is read twice
+        return [LaunchIO("_online_softmax_kernel", {"X": 2 * x}, {"P": x, "LSE": self.N * F32})]
+
+
+def _element_sectors(launch: LaunchIO, d: int, block_m: int) -> tuple:
+    """(l1_loads, l1_stores) where every row segment is whole, aligned sectors: the element bytes, the flash
+    backward's statistics once per warp that holds them."""
+    copies = _bwd_stat_copies(launch.name, d, block_m)
+    return ({t: b * (copies if t in ("LSE", "DELTA") else 1) for t, b in launch.loads.items()}, dict(launch.stores))
+
+
+def _defer_sector_view(launches: list, sector_view) -> None:
+    """Give each launch its entry of ``sector_view()`` ([(l1_loads, l1_stores)] per launch), computed once, when a
+    launch is first asked for it (at N no multiple of 16 it costs time in proportion to N / block)."""
+    view = functools.cache(sector_view)
+    for i, L in enumerate(launches):
+        L.l1 = (lambda i=i: view()[i])
 
 
 # --- the L1's view: 32-byte sectors per warp instruction -------------------------------------------------------

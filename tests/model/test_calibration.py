@@ -1,5 +1,5 @@
-"""The calibration table: every fitted constant names the kept results it was fitted on; the model reads it from
-there and restates nothing."""
+"""The calibration table: every fitted constant cites the kept results it was fitted on, by a key that the results
+index maps to a file; the model reads it from there and restates nothing."""
 import re
 from pathlib import Path
 
@@ -10,17 +10,32 @@ from flashsim.model.calibration import CALIBRATION
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
+#: an index line that gives a calibration key: "- `FILE` — what it shows; ...; calibration table: `KEY`"
+CITED = re.compile(r"^- `([^`]+)` — .*\bcalibration table: `([^`]+)`")
+
+
+def _cited_files() -> dict:
+    """{calibration key: file} from benchmarks/results/README.md."""
+    pairs = [m.groups() for m in map(CITED.match, (RESULTS / "README.md").read_text().splitlines()) if m]
+    keys = [k for _, k in pairs]
+    assert len(keys) == len(set(keys)), f"a calibration key is given twice in the results index: {sorted(keys)}"
+    return {k: f for f, k in pairs}
 
 
 @pytest.mark.parametrize("name", sorted(CALIBRATION))
-def test_each_constant_names_kept_indexed_results(name):
+def test_each_constant_cites_kept_indexed_results(name):
     entry = CALIBRATION[name]
     assert entry.fitted_on and entry.method and entry.score and entry.what
-    index = (RESULTS / "README.md").read_text()
-    for f in entry.fitted_on + entry.checked_on:
-        assert (RESULTS / f).is_file(), f"{name}: {f} is not in benchmarks/results/"
-        assert f"`{f}`" in index, f"{name}: {f} has no line in benchmarks/results/README.md"
+    files = _cited_files()
+    for key in entry.fitted_on + entry.checked_on:
+        assert key in files, f"{name}: no line of benchmarks/results/README.md ends 'calibration table: `{key}`'"
+        assert (RESULTS / files[key]).is_file(), f"{name}: {key} names {files[key]}, not in benchmarks/results/"
     assert getattr(calibration, name) == entry.value
+
+
+def test_every_calibration_key_of_the_index_is_cited():
+    cited = {k for e in CALIBRATION.values() for k in e.fitted_on + e.checked_on}
+    assert set(_cited_files()) == cited, "the index gives calibration keys the table does not cite, or the reverse"
 
 
 def test_the_kernel_view_uses_the_table():

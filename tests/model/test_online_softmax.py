@@ -1,5 +1,7 @@
 """Online softmax (chapter 04) and its demo bugs (chapter 11)."""
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -7,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flashsim.model.attention.online_softmax import (
-    WORKED_EXAMPLE_BLOCKS, merge, one_shot_softmax_stats, online_attention_row, online_softmax,
+    LN2, LOG2E, WORKED_EXAMPLE_BLOCKS, merge, one_shot_softmax_stats, online_attention_row, online_softmax,
     online_softmax_blocks, worked_example)
 from flashsim.errors import FlashsimError
 
@@ -21,6 +23,17 @@ def test_worked_example_seed_numbers():
     assert second.l == pytest.approx((math.exp(-2) + 1) * math.exp(-2) + math.exp(-3) + 1, rel=1e-15)
     one_shot = one_shot_softmax_stats([s for blk in WORKED_EXAMPLE_BLOCKS for s in blk])
     assert (one_shot.m, one_shot.l) == (5.0, pytest.approx(second.l, rel=1e-14))
+
+
+def test_log2e_and_ln2_are_written_once():
+    """LOG2E and LN2 are log2(e) and ln 2, and their digits appear only where they are defined: the kernels, the
+    chapter-12 template, the checkers and the experiments import them."""
+    assert (LOG2E, LN2) == (1 / math.log(2), math.log(2))
+    root = Path(__file__).parents[2]
+    digits = re.compile(r"1\.44269|0\.69314")
+    sources = [p for d in ("flashsim", "benchmarks", "tools") for p in (root / d).rglob("*.py")]
+    written = sorted(str(p.relative_to(root)) for p in sources if digits.search(p.read_text(encoding="utf-8")))
+    assert written == ["flashsim/model/attention/online_softmax.py"]
 
 
 def test_merge_of_the_two_blocks_gives_the_same_denominator():

@@ -47,6 +47,7 @@ from flashsim.errors import FlashsimError
 from flashsim.kernels import runtime
 from flashsim.measure import bench, count_io
 from flashsim.measure.ncu import ncu_profile_script
+from flashsim.model.attention.online_softmax import LN2
 from flashsim.model.attention.reference import reference_attention
 from flashsim.model.kernel_io import kernel_dram, kernel_io
 from flashsim.model.table import Table
@@ -276,10 +277,9 @@ def _grade_gpu_io(inner, extra_loads: int) -> tuple[bool | None, str, dict]:
 
 
 def _lse_diagnosis(lse, ref_lse) -> tuple[str, str]:
-    ln2 = 0.6931471805599453
     if not np.isfinite(lse).all():
         return "lse_non_finite", "the logsumexp is NaN/inf: is m_i returned as the running max of the scores?"
-    if np.allclose(lse, ref_lse / ln2, atol=1e-3):
+    if np.allclose(lse, ref_lse / LN2, atol=1e-3):
         return "lse_units", "the logsumexp is in log2 units: m_i and l_i must be base 2 throughout (exp2)"
     return "lse_wrong", ("O is right but the logsumexp is not: return the new running max m_i (log2 units, the max "
                          "of s = q·kᵀ·qk_scale) with l_i = Σ exp2(s − m_i)")

@@ -48,8 +48,8 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from flashsim.errors import FlashsimError  # noqa: E402
-from flashsim.kernels._common import (check_block, check_qkv, default_blocks, forward_launch_options,  # noqa: E402
-                                      head_block, poison_like, scale_of)
+from flashsim.kernels._common import (LN2, LOG2E, check_block, check_qkv, default_blocks,  # noqa: E402
+                                      forward_launch_options, head_block, poison_like, scale_of)
 
 #: the signature the learner's ``@triton.jit`` inner-loop function must have
 INNER_SIGNATURE = ("inner(q, m_i, l_i, acc, k_base, v_base, stride_n, start_n, offs_m, offs_n, offs_d, N, D, "
@@ -72,7 +72,7 @@ def _flash_template_kernel(Q, K, V, O, LSE, sm_scale, N, D,
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)   # running max (log2 units)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)                 # running sum of 2^(s - m)
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)        # running unnormalised output
-    qk_scale = sm_scale * 1.4426950408889634                    # log2(e) folded in: exp2 in the body
+    qk_scale = sm_scale * LOG2E                                 # log2(e) folded in: exp2 in the body
     if CAUSAL:
         hi = tl.minimum((pid_m + 1) * BLOCK_M, N)    # tiles past the diagonal are fully masked: skipped
     else:
@@ -84,7 +84,7 @@ def _flash_template_kernel(Q, K, V, O, LSE, sm_scale, N, D,
     acc = acc / l_i[:, None]
     # writes O once: N*d elements per head
     tl.store(O + base + offs_m[:, None] * D + offs_d[None, :], acc.to(O.dtype.element_ty), mask=q_mask)
-    lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453      # natural-log logsumexp, fp32
+    lse = (m_i + tl.math.log2(l_i)) * LN2                     # natural-log logsumexp, fp32
     # writes LSE once: N fp32 elements per head
     tl.store(LSE + pid_bh * N + offs_m, lse, mask=offs_m < N)
 
