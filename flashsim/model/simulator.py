@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 import warnings
 from dataclasses import asdict, dataclass, field
 
@@ -45,12 +44,11 @@ import numpy as np
 from flashsim.errors import FlashsimError, FlashsimWarning
 from flashsim.model.attention.flash import count_flash, resolve_blocks, run_flash, step_host_bytes
 from flashsim.model.attention.l2_traces import dram_bytes
-from flashsim.model.attention.reference import (DEFAULT_CHUNK_BYTES, plain_attention, reference_forward_backward,
-                                                softmax_scale)
+from flashsim.model.attention.reference import DEFAULT_CHUNK_BYTES, plain_attention, reference_forward_backward
 from flashsim.model.attention.standard import (NAIVE_OPS, count_standard, resolve_eager_ops, run_standard,
                                                 standard_host_bytes)
-from flashsim.model.attention.visibility import causal_mask, n_blocks, tile_sums
-from flashsim.model.dtypes import UNIT_ROUNDOFF, canonical_dtype, round_to
+from flashsim.model.attention.visibility import tile_sums
+from flashsim.model.dtypes import round_to
 from flashsim.model.memory import DEFAULT_HOST_BUDGET_BYTES, Counters, Memory, check_host_budget
 from flashsim.model.problem import Problem, make_problem
 from flashsim.model.roofline import roofline
@@ -63,7 +61,6 @@ from flashsim.model.units import format_bytes, format_seconds
 __all__ = ["Traffic", "Simulation", "FlashsimWarning", "traffic", "simulate", "tolerance", "flash_rounding_bounds",
            "standard_rounding_bounds", "estimate_step_seconds",
            "strict_json"]
-
 
 
 #: the largest relative error (of an output's own largest reference value) ``simulate(...).ok`` ever accepts:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from flashsim.model.units import format_bytes
 from flashsim.course.ch05.dashboards import FlashStepper
 from flashsim.course.ch07.figures import BackwardCostsPlot, backward_cost_rows
 from flashsim.course.kit.dashboard import Dashboard, slider
@@ -60,8 +61,8 @@ class BackwardCostDashboard(Dashboard):
         s = self.summary()
         std, fl = self.rows.values()
         return (f"N={self.n}, d={self.d}, {self.dtype}: the backward moves {s['backward bytes ratio']:.1f}× more bytes "
-                f"when P is stored ({std.backward_part['hbm_bytes'] / 1e6:,.1f} MB vs "
-                f"{fl.backward_part['hbm_bytes'] / 1e6:,.1f} MB), while recomputation costs "
+                f"when P is stored ({format_bytes(std.backward_part['hbm_bytes'])} vs "
+                f"{format_bytes(fl.backward_part['hbm_bytes'])}), while recomputation costs "
                 f"{1 / s['backward FLOPs ratio']:.2f}× the FLOPs; roofline time fwd+bwd on {self.device}: "
                 f"{std.time_s * 1e6:,.1f} µs vs {fl.time_s * 1e6:,.1f} µs")
 

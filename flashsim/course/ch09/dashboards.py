@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from flashsim.model.units import format_bytes
 from flashsim.course.ch09.figures import SRAM_KIBS, RooflinePlot, theta_sweep
 from flashsim.course.kit.dashboard import Dashboard, Memo, choice, neighbours, slider
 from flashsim.course.kit.real_gpu import compare, measured_on
@@ -91,12 +92,12 @@ class SpeedupDashboard(Dashboard):
         if "error" in c:
             return f"N={c['n']}, d={c['d']}, SRAM {c['sram_kib']} KiB: {c['error']}"
         nv, fl = c["naive"], c["flash"]
-        dram = (f"{fl.dram_bytes / 1e9:.3g} GB DRAM" if fl.dram_bytes is not None else
+        dram = (f"{format_bytes(fl.dram_bytes)} DRAM" if fl.dram_bytes is not None else
                 "L2 model skipped: too many tiles for a slider")
         with_l2 = f"{c['speedup_dram']:.1f}× with L2" if c["speedup_dram"] is not None else "L2 not modelled"
         return (f"N={c['n']}, d={c['d']}, {self.heads} heads, SRAM {c['sram_kib']} KiB (Br={fl.block_r}, "
-                f"Bc={fl.block_c}), {c['device']}: naive {nv.hbm_bytes / 1e9:.3g} GB, {nv.arithmetic_intensity:.0f} "
-                f"FLOP/B, {c['roofline_naive'].time_s * 1e3:.3g} ms; flash {fl.hbm_bytes / 1e9:.3g} GB requested "
+                f"Bc={fl.block_c}), {c['device']}: naive {format_bytes(nv.hbm_bytes)}, {nv.arithmetic_intensity:.0f} "
+                f"FLOP/B, {c['roofline_naive'].time_s * 1e3:.3g} ms; flash {format_bytes(fl.hbm_bytes)} requested "
                 f"({dram}), {c['roofline_flash'].time_s * 1e3:.3g} ms ({c['roofline_flash'].bound}-bound). "
                 f"Speedup {c['speedup_requested']:.1f}× ({with_l2})")
 

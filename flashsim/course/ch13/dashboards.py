@@ -17,6 +17,7 @@ import dataclasses
 from pathlib import Path
 
 from flashsim import kernels            # the kernels load on first use (torch and triton): importing it is cheap
+from flashsim.model.units import format_bytes
 from flashsim.course import pick
 from flashsim.course.ch13.figures import DecodingPlot, OverlapPlot, RingStepPlot
 from flashsim.course.kit.dashboard import Dashboard, choice, int_range, slider, toggle
@@ -175,7 +176,7 @@ class DecodingDashboard(Dashboard):
         r = self.current
         return (f"{r.programs} programs for {r.device.num_sms} SMs ({r.waves} wave(s), "
                 f"{r.sm_busy_fraction:.0%} of SMs busy): {r.time_s * 1e6:,.1f} µs modelled, "
-                f"{self.base.time_s / r.time_s:.2f}× faster than no split; HBM bytes {r.hbm_bytes / 1e6:,.1f} MB")
+                f"{self.base.time_s / r.time_s:.2f}× faster than no split; HBM bytes {format_bytes(r.hbm_bytes)}")
 
     def plot_args(self) -> dict:
         return {"n": self.n, "d": self.d, "heads": self.heads, "splits": self.SPLITS, "device": self.device,

@@ -2,25 +2,6 @@
 import numpy as np
 
 
-def kind_off_by_one(i, j, br, bc, n):
-    """Skips a tile whose first column equals the block's last row (one visible element lost)."""
-    first_row, last_row = i * br, min((i + 1) * br, n) - 1
-    first_col, last_col = j * bc, min((j + 1) * bc, n) - 1
-    if first_col >= last_row:
-        return "skip"
-    return "full" if last_col <= first_row else "partial"
-
-
-def kind_never_skip(i, j, br, bc, n):
-    """Correct output, no saving: masks every tile."""
-    return "partial"
-
-
-def kind_tile_indices(i, j, br, bc, n):
-    """Compares tile indices, right only for square blocks."""
-    return "skip" if j > i else ("partial" if j == i else "full")
-
-
 def _idx(i, j, br, bc, n):
     return np.arange(i * br, min((i + 1) * br, n))[:, None], np.arange(j * bc, min((j + 1) * bc, n))[None, :]
 
@@ -48,30 +29,6 @@ CATALOGUE = [
     ("08.3", lambda n, br, bc: 1.0, "causal_ignored"),
     ("08.3", lambda n, br, bc: (n // bc + 1) / (2 * (n // bc)), "square_blocks_formula"),
 ]
-
-
-def kind_never_full(i, j, br, bc, n):
-    """Issue 26: 'partial' for every tile that is not skipped ("15 masked, 0 full") used to pass."""
-    last_row = min((i + 1) * br, n) - 1
-    return "skip" if j * bc > last_row else "partial"
-
-
-def kind_ragged_ignored(i, j, br, bc, n):
-    """Issue 26: the blocks' last row and column taken as (i+1)·Br − 1 and (j+1)·Bc − 1 even past N."""
-    first_row, last_row = i * br, (i + 1) * br - 1
-    first_col, last_col = j * bc, (j + 1) * bc - 1
-    if first_col > last_row:
-        return "skip"
-    return "full" if last_col <= first_row else "partial"
-
-
-def kind_strict_full(i, j, br, bc, n):
-    """Issue 26: a strict < in the full test."""
-    first_row, last_row = i * br, min((i + 1) * br, n) - 1
-    first_col, last_col = j * bc, min((j + 1) * bc, n) - 1
-    if first_col > last_row:
-        return "skip"
-    return "full" if last_col < first_row else "partial"
 
 
 def mask_all_true(i, j, br, bc, n):
