@@ -82,8 +82,9 @@ def _hardware_lines(result: dict) -> list:
     if not hw:
         return []
     fit = result.get("fit_gpu", "h200")
+    holdout = result.get("holdout") or fit.upper() not in str(hw.get("name", "")).upper()
     what = (f"a **hold-out**: every L2-model constant as fitted on the {fit.upper()}, nothing refitted"
-            if result.get("holdout") else f"the GPU the L2 model's constants were fitted on ({fit.upper()})")
+            if holdout else f"the GPU the L2 model's constants were fitted on ({fit.upper()})")
     return [f"- predictions for {hw['name']} ({hw['num_sms']} SMs, L2 {hw['l2_bytes']} B): {what}"]
 
 
@@ -117,13 +118,19 @@ def write_markdown(result: dict, path: str) -> None:
               "`flush_writes=True` (every dirty byte written once). `writes = stored bytes`: the same criterion "
               "against the kernel view's stored bytes (every output byte once); the spread: largest less smallest "
               "of the repeats' writes per launch.", ""]
-    lines += criterion_lines(result.get("summary", {})) + [""] + writeback_table(result.get("summary", {}))
+    rec = result.get("recompared")
+    if rec:                          # the headline is the current model's; the tables below keep the run's own
+        lines += [f"Judged against the model as it is now (re-compared {rec['date_utc']} UTC, section at the end):"]
+        lines += criterion_lines(rec["summary"]) + [""]
+        lines += [f"As judged when measured, under that run's rule (DRAM: {result['criteria']['dram']}):", ""]
+    else:
+        lines += criterion_lines(result.get("summary", {})) + [""]
+    lines += writeback_table(result.get("summary", {}))
     lines += _probe_lines(result)
     lines += ["", "## In ncu's window of each kernel alone (caches flushed before it; dirty lines left in the L2 at "
               "its end not counted)", "",
               "Against the L2 model with `flush_writes=False`.", ""]
     lines += _summary_table(result.get("summary", {}))
-    rec = result.get("recompared")
     if rec:
         lines += ["", f"Re-compared on {rec['date_utc']} UTC, without a GPU, against the kernel view and L2 model "
                   f"as they are now (`--recompare`): {rec.get('note', '')}", ""]
