@@ -110,3 +110,26 @@ def test_without_kernels_the_recorded_runs_are_shown(monkeypatch):
 def test_every_recorded_result_says_where_and_when(name):
     line = real_gpu.measured_on(name)
     assert line.startswith("measured on ") and "a GPU" not in line and line[-10:-6] == "2026"
+
+
+def test_by_launch_on_a_gpu_with_ncu_faked(monkeypatch):
+    """The GPU branch, on any machine: ncu's launches (as flashsim.measure.ncu_profile returns them, the backward's
+    forward pass first) become one row per launch, exact against the view, with a notice that says so."""
+    from flashsim import measure
+    from flashsim.model.kernel_io import kernel_io
+
+    def ncu_profile(kernel, n, d, bm, bn, causal, dtype):
+        view = kernel_io(kernel, n, d, bm, bn, causal, dtype)
+        launches = [{"kernel": L.name, "global_load_bytes": float(L.l1_load_bytes),
+                     "global_store_bytes": float(L.l1_store_bytes)} for L in view.launches]
+        return {"backend": "ncu", "launches": [{"kernel": "_flash_fwd_kernel", "global_load_bytes": 1.0,
+                                                "global_store_bytes": 1.0}] + launches}
+    monkeypatch.setattr(real_gpu, "_interpreter", lambda: False)
+    monkeypatch.setattr(measure, "ncu_profile", ncu_profile)
+    b = real_gpu.by_launch("flash_bwd", n=64, d=16, block_m=32, block_n=32, quiet=True)
+    assert b.backend == "ncu" and b.exact and not b.per_tensor
+    assert b.launches() == ["_bwd_preprocess", "_bwd_dkdv", "_bwd_dq"]
+    assert b.measured("_bwd_dq", "all") == b.simulated("_bwd_dq", "all") > 0 and b.measured("_bwd_dq", "Q") is None
+    assert "per launch, not per tensor" in b.notice and "run to run" in b.notice
+    assert {(r[0], r[1]) for r in b.round_trips().rows} == {("DELTA", "_bwd_preprocess")}
+    assert "kernel view" in b.round_trips().caption
