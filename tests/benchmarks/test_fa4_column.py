@@ -1,7 +1,7 @@
 """FlashAttention-4 as an optional reference column, on the device this machine has (the course kernels run where
 they are compiled: the interpreter on a CPU, the GPU's tensors on a CUDA machine): a fake FA4 (torch SDPA behind
-FA4's (B, N, H, d) signature) in attention_speed.py's rows and the Gluon tables' checks, a wrong one, a missing one; and the carry of
-FA4's wheels (repack, split, join, unzip, PYTHONPATH) on small synthetic wheels.
+FA4's (B, N, H, d) signature) in attention_speed.py's rows and the Gluon tables' checks, a wrong one, a missing
+one; and the carry of FA4's wheels (repack, split, join, unzip, PYTHONPATH) on small synthetic wheels.
 
 No speed is asserted: timings come from a stubbed timer."""
 import importlib.util
