@@ -17,7 +17,12 @@ def test_hierarchy_and_plot():
 def test_time_and_memory_measured():
     m = widgets.cpu_time_memory(ns=(256, 1024), d=32, repeat=1)
     assert m["naive_peak"][1] >= 1024 * 1024 * 4            # the N x N score matrix
-    assert m["flash_peak"][1] < m["naive_peak"][1] / 2
+    # both peaks follow the memory model of this machine: flash's holds a few tiles per numba thread, so on a
+    # machine with many cores it drops below naive's only at a larger N; its growth with N is O(N d) everywhere
+    for kind in ("flash", "naive"):
+        for got, want in zip(m[f"{kind}_peak"], m[f"{kind}_predicted"]):
+            assert abs(got - want) <= 0.02 * want + 16384, (kind, got, want)
+    assert (m["flash_peak"][1] - m["flash_peak"][0]) < (m["naive_peak"][1] - m["naive_peak"][0]) / 5
     assert max(m["flash_err"]) < 1e-5
     assert plots.plot_cpu_time_memory(m) is not None
 

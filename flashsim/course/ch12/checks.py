@@ -8,8 +8,9 @@
 2. **IO**: the bytes the kernel loads and stores must equal the simulator's kernel view
    :func:`flashsim.model.kernel_io.kernel_io` exactly, tensor by tensor. On a CPU the Triton interpreter counts
    them (:func:`flashsim.measure.count_io`: every ``tl.load`` of the source). On a GPU Nsight Compute measures the
-   global load and store bytes; the GPU compiler may merge a repeated load of the same address, so the measured
-   bytes can equal the view where the interpreter counts the source's extra load: the verdict says which happened;
+   global load and store bytes. A source that loads a tile twice fails on both (diagnosis ``extra_loads``, from
+   the source's count of ``tl.load``), also where the GPU compiler merged the repeated load so that the measured
+   bytes equal the view: the verdict says so;
 3. **speed** (GPU only): the median time of the learner's kernel next to the course's
    :func:`flashsim.kernels.flash_forward` and PyTorch's ``scaled_dot_product_attention`` with its backend named.
    On a CPU one line says that speed needs a GPU.
@@ -47,7 +48,7 @@ from flashsim.errors import FlashsimError
 from flashsim.kernels import runtime
 from flashsim.measure import bench, count_io
 from flashsim.measure.ncu import ncu_profile_script
-from flashsim.model.attention.online_softmax import LN2
+from flashsim.model.attention.online_softmax import LN2, LOG2E
 from flashsim.model.attention.reference import reference_attention
 from flashsim.model.kernel_io import kernel_dram, kernel_io
 from flashsim.model.table import Table
@@ -151,13 +152,35 @@ def _source_loads(inner) -> int:
     return sum(len(re.findall(r"\btl\.load\s*\(", line.split("#")[0])) for line in src.splitlines())
 
 
+def _compile_error_line(err: LearnerError, inner) -> int | None:
+    """The file line of the learner's body that Triton's compiler (the GPU path) stopped at, or None.
+
+    The compiler raises a CompilationError whose ``node.lineno`` counts from the ``def`` line of the function it
+    was compiling (1 = the def); the chain holds one per function, the template's call and the learner's body."""
+    src, _, first = _learner_source(inner)
+    offsets = [k for k, ln in enumerate(src.splitlines()) if ln.lstrip().startswith("def ")]
+    def_line = first + offsets[0] if offsets and first else None
+    exc, seen = err.original, set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        lineno = getattr(getattr(exc, "node", None), "lineno", None)
+        if lineno and def_line and getattr(exc, "src", None) == getattr(inner, "src", object()):
+            return def_line + lineno - 1
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def _locate(err: LearnerError, inner) -> LearnerError:
-    """Where the traceback has no frame of the learner's kernel (the interpreter ran it), find the line that uses
-    the name a NameError names, in the learner's source."""
+    """Where the traceback has no frame of the learner's kernel, find the learner's line: on a GPU the line
+    Triton's compiler stopped at; in the interpreter the line that uses the name a NameError names."""
     if err.where:
         return err
-    m = re.search(r"name '(\w+)' is not defined", err.plain)
     src, path, first = _learner_source(inner)
+    line = _compile_error_line(err, inner)
+    if line is not None and src and first <= line < first + len(src.splitlines()):
+        err.where, err.line = f"{os.path.basename(path)}:{line}", src.splitlines()[line - first].strip()
+        return err
+    m = re.search(r"(?:name ')?\b(\w+)'? is not defined", err.plain)
     if m and src:
         for k, line in enumerate(src.splitlines()):
             if re.search(rf"\b{m.group(1)}\b", line.split("#")[0]):
@@ -266,14 +289,28 @@ def _grade_gpu_io(inner, extra_loads: int) -> tuple[bool | None, str, dict]:
     if (got["global_load_bytes"], got["global_store_bytes"]) == (view.l1_load_bytes, view.l1_store_bytes):
         msg = f"IO: Nsight Compute's global load/store bytes equal the kernel view exactly ({where})"
         if extra_loads > 0:
-            msg += (f", though your source makes {extra_loads} more tl.load per tile than the view's K and V: the GPU "
-                    "compiler merged the repeated load of the same address (the interpreter, which runs the source "
-                    "as written, would count it)")
+            msg = (f"Nsight Compute measured the kernel view's bytes here ({where}): this GPU's compiler merged the "
+                   "repeated load of the same address (the interpreter, which runs the source as written, counts "
+                   "it), but the source still asks for it, and another compiler or a store in between need not "
+                   "merge it")
             det["merged_by_compiler"] = True
         return True, msg, det
     return False, (f"IO: Nsight Compute measured {got['global_load_bytes']:,} B loaded / "
                    f"{got['global_store_bytes']:,} B stored, the kernel view says {view.l1_load_bytes:,} / "
                    f"{view.l1_store_bytes:,} ({where})"), det
+
+
+def _all_nan_under_large_scores(key: str, why: str, q: np.ndarray, k: np.ndarray, idx: int) -> tuple[str, str]:
+    """One diagnosis on every device for a body that overflows: the earlier cases (small scores) passed, and here
+    e^s overflows float32. The interpreter's float32 NaNs only the rows whose scores are large ("overflow"), a GPU's
+    fp16 case with its fast exp2 may NaN every row ("all_non_finite"): both are the overflow."""
+    if idx == 0:                                       # nothing passed before: 0/0 or worse, not the scores
+        return key, why
+    s_max = float(np.abs(q @ np.swapaxes(k, -1, -2)).max() / np.sqrt(q.shape[-1]))
+    if s_max * LOG2E <= 100:
+        return key, why
+    return "overflow", (f"O is NaN/inf everywhere under large scores (|s| up to {s_max:.0f}), though the earlier "
+                        "cases, with small scores, passed: e^s overflows float32. What keeps every exponent ≤ 0?")
 
 
 def _lse_diagnosis(lse, ref_lse) -> tuple[str, str]:
@@ -326,6 +363,8 @@ def check_flash_kernel(inner, *, check_speed: bool | None = None, max_slowdown: 
             return error_verdict(FLASH_KERNEL, _locate(err, inner), where, quiet=quiet)
         qn, kn, vn = _np(q), _np(k), _np(v)
         key, why, ev = diagnose_attention(_np(o), qn, kn, vn, causal=causal, tol=tol, block_n=bn, block_m=bm)
+        if key == "all_non_finite":
+            key, why = _all_nan_under_large_scores(key, why, qn, kn, idx)
         if key != "passed":
             return verdict(FLASH_KERNEL, False, f"{why} ({where})", diagnosis=key, table=table, quiet=quiet, **ev)
         worst = max(worst, ev["max_error"])
@@ -375,6 +414,12 @@ def check_flash_kernel(inner, *, check_speed: bool | None = None, max_slowdown: 
     elif check_io is None or check_io:
         io_ok, io_line, io_det = _grade_gpu_io(inner, extra_loads)
         details.update(io_det, io_exact=io_ok)
+        if extra_loads > 0:   # the same verdict as the interpreter's count, whatever the compiler merged
+            details["io_exact"] = False
+            return verdict(FLASH_KERNEL, False, f"the output is right, but your source makes {extra_loads} more "
+                           "tl.load per tile than one K and one V, so it asks for those bytes again on every tile "
+                           f"(the kernel view loads each once). {io_line}", diagnosis="extra_loads", quiet=quiet,
+                           **details)
         if io_ok is False:
             return verdict(FLASH_KERNEL, False, f"the output is right, but {io_line}", diagnosis="gpu_extra_bytes",
                            quiet=quiet, **details)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import linecache
 import os
 from pathlib import Path
 
@@ -27,6 +28,16 @@ def code_cells(path) -> list[str]:
         lines = "".join(cell["source"]).splitlines()
         out.append("\n".join(ln for ln in lines if not ln.lstrip().startswith(("%", "!"))))
     return out
+
+
+def compile_cell(source: str, filename: str):
+    """compile() a cell as IPython does: its source is registered in :mod:`linecache` under ``filename``, so that
+    ``inspect.getsource`` finds the functions it defines. Triton's compiled (GPU) ``@triton.jit`` needs that: it
+    reads the function's source, and without it refuses with "@jit functions should be defined in a Python file".
+    """
+    # mtime None: linecache.checkcache keeps the entry (there is no file on disk to compare it with)
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    return compile(source, filename, "exec")
 
 
 def run_plain(path, repeat: int = 1, quiet: bool = False) -> dict:
@@ -48,7 +59,7 @@ def run_plain(path, repeat: int = 1, quiet: bool = False) -> dict:
     try:
         with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
             for index, source in enumerate(code_cells(path)):
-                code = compile(source, f"{path.name}[cell {index}]", "exec")
+                code = compile_cell(source, f"{path.name}[cell {index}]")
                 for _ in range(repeat):
                     exec(code, namespace)  # noqa: S102 - the course's own notebooks
                     plt.close("all")

@@ -234,9 +234,15 @@ def _notice(backend: str, raw: dict) -> str:
         return ("No CUDA GPU here: the kernel ran in the Triton interpreter at a small size, and the bytes are "
                 "counted by hooking its loads and stores.")
     if backend == "ncu":
-        return given or "Measured with Nsight Compute (ncu) counters on the GPU."
+        return given or NCU_NOTICE
     return given or ("ncu counters were not available: measured bytes are estimated from the kernel's time and the "
                      "preset's bandwidth.")
+
+
+#: what Nsight Compute's columns are, said once under every GPU table
+NCU_NOTICE = ("Measured on this GPU with Nsight Compute (ncu) counters, launch by launch: load and store bytes are "
+              "what the kernel's loads and stores request from the L1 (32-byte sectors), the same on every run; DRAM "
+              "bytes are what got past the L2 to memory on this run, and differ a little from run to run.")
 
 
 def measured_on(name: str) -> str:
@@ -367,8 +373,10 @@ class LaunchBreakdown:
     """Measured vs simulated bytes of one kernel call, launch by launch and tensor by tensor (chapters 02, 05, 07).
 
     ``rows``: [launch, tensor, measured loads, simulated loads, measured stores, simulated stores]; on a GPU (and in
-    a recorded run) the counters are per launch, so the tensor column reads "all". ``measured(launch, tensor,
-    "loads")`` and ``simulated(...)`` read one entry."""
+    a recorded run) the counters are per launch, so the tensor column reads "all" and each row holds the launch's
+    totals. ``measured(launch, tensor, "loads")`` and ``simulated(...)`` read one entry: ``tensor="all"`` the
+    launch's total on every backend; a single tensor is measured only in the interpreter (None on a GPU, where
+    ``simulated`` still gives the kernel view's bytes for it)."""
 
     kernel: str
     config: dict
@@ -381,7 +389,7 @@ class LaunchBreakdown:
         """Tensors that make a round trip through global memory: stored by one launch, loaded by a later one (S and
         P in standard attention, the backward's D). Bytes per tensor as measured where the counts are per tensor
         (the interpreter), else as the kernel view predicts them."""
-        per_tensor = self.backend == "interpreter"
+        per_tensor = self.per_tensor
         launches = list(self.view)
         rows = []
         for i, writer in enumerate(launches):
@@ -395,17 +403,35 @@ class LaunchBreakdown:
         return Table(["tensor", "stored by", "bytes stored", "loaded by", "bytes loaded"], rows,
                      f"{self.kernel}: round trips through global memory — {how}")
 
+    @property
+    def per_tensor(self) -> bool:
+        """Whether the measured columns are per tensor (the interpreter) or per launch (a GPU's counters)."""
+        return not any(r[1] == "all" for r in self.rows)
+
     def _get(self, launch: str, tensor: str, kind: str, col: int):
-        for r in self.rows:
-            if r[0] == launch and r[1] == tensor:
-                return r[col + (0 if kind == "loads" else 2)]
-        return 0
+        col += 0 if kind == "loads" else 2
+        rows = [r for r in self.rows if r[0] == launch]
+        if tensor == "all":
+            values = [r[col] for r in rows]
+            return None if any(x is None for x in values) else sum(values)
+        for r in rows:
+            if r[1] == tensor:
+                return r[col]
+        if self.per_tensor or not rows:
+            return 0
+        if col in (3, 5):                                 # simulated: the kernel view has every tensor
+            return self.view.get(launch, {}).get(kind, {}).get(tensor, 0)
+        return None                                       # measured per launch only: no number for one tensor
 
     def measured(self, launch: str, tensor: str, kind: str = "loads"):
         return self._get(launch, tensor, kind, 2)
 
     def simulated(self, launch: str, tensor: str, kind: str = "loads"):
         return self._get(launch, tensor, kind, 3)
+
+    def launches(self) -> list:
+        """The launches, in the order the kernel makes them."""
+        return list(dict.fromkeys(r[0] for r in self.rows))
 
     @property
     def exact(self) -> bool:
@@ -430,6 +456,21 @@ def _tensor_rows(name: str, measured: dict | None, simulated: dict) -> list:
     m = measured or {"loads": {}, "stores": {}}
     return [[name, t, m["loads"].get(t, 0) if measured else None, simulated["loads"].get(t, 0),
              m["stores"].get(t, 0) if measured else None, simulated["stores"].get(t, 0)] for t in tensors]
+
+
+def _match_launches(names: list, launches: list) -> dict:
+    """{view launch name: ncu launch record}: by name (ncu may print a longer, decorated name that starts with the
+    function's), else by position when ncu reports exactly as many launches as the view has (the last ones: a
+    backward's forward pass comes first)."""
+    out = {}
+    for name in names:
+        hit = next((L for L in launches if L["kernel"] == name), None) or next(
+            (L for L in launches if str(L["kernel"]).startswith(name)), None)
+        if hit is not None:
+            out[name] = hit
+    if len(out) < len(names) and len(launches) >= len(names):
+        out = dict(zip(names, launches[-len(names):]))
+    return out
 
 
 def by_launch(kernel_name: str, *, n: int | None = None, d: int | None = None, block_m: int | None = None,
@@ -473,14 +514,28 @@ def by_launch(kernel_name: str, *, n: int | None = None, d: int | None = None, b
     else:
         prof = measure.ncu_profile(*args)
         backend = str(prof["backend"])
-        got = {L["kernel"]: L for L in prof.get("launches", [])}
+        got = _match_launches([L.name for L in view.launches], prof.get("launches", []))
         rows = [[L.name, "all", int(got[L.name]["global_load_bytes"]) if L.name in got else None, L.l1_load_bytes,
                  int(got[L.name]["global_store_bytes"]) if L.name in got else None, L.l1_store_bytes]
                 for L in view.launches]
         notice = _notice(backend, prof)
+        if backend == "ncu":
+            notice += (" Nsight Compute counts per launch, not per tensor: each row is one launch's total, next to "
+                       "the kernel view's total for that launch.")
+        else:
+            notice += " Without counters only the kernel view's column is filled."
     if not quiet:
         print(notice)
     return LaunchBreakdown(kernel_name, cfg, backend, rows, notice, view.per_tensor())
+
+
+#: torch's CUDA caching allocator rounds every allocation up to a multiple of 512 bytes
+ALLOCATOR_BLOCK_BYTES = 512
+
+
+def _allocated(nbytes: int, block: int) -> int:
+    """``nbytes`` rounded up to whole allocator blocks."""
+    return -(-int(nbytes) // block) * block
 
 
 #: (small, full) sizes of :func:`kernel_memory`: the interpreter always takes the small ones
@@ -516,8 +571,12 @@ def kernel_memory(ns=None, d: int | None = None, dtype: str = "fp16", quiet: boo
     ns = tuple(ns) if ns is not None else MEMORY_SIZES["ns"][0] if small else pick(*MEMORY_SIZES["ns"])
     d = int(d) if d is not None else MEMORY_SIZES["d"][0] if small else pick(*MEMORY_SIZES["d"])
     b = dtype_bytes(dtype)
+    # the tensors each kernel allocates: naive S and P (fp32, N×N) and O; flash O and the fp32 logsumexp L. On a GPU
+    # torch's allocator hands out whole blocks of ALLOCATOR_BLOCK_BYTES, so each tensor is counted rounded up
+    block = 1 if small else ALLOCATOR_BLOCK_BYTES
     out = {"ns": list(ns), "naive": [], "flash": [],
-           "naive_model": [2 * n * n * 4 + n * d * b for n in ns], "flash_model": [n * d * b + 4 * n for n in ns]}
+           "naive_model": [sum(_allocated(x, block) for x in (n * n * 4, n * n * 4, n * d * b)) for n in ns],
+           "flash_model": [sum(_allocated(x, block) for x in (n * d * b, 4 * n)) for n in ns]}
     if _interpreter():
         out["backend"] = "interpreter: bytes stored by each kernel's launches"
         for n in ns:
@@ -534,7 +593,8 @@ def kernel_memory(ns=None, d: int | None = None, dtype: str = "fp16", quiet: boo
             q, k, v = measure.make_inputs("flash_fwd", n, d, dtype)
             out["naive"].append(peak_memory_gpu(kernels.naive_attention, q, k, v))
             out["flash"].append(peak_memory_gpu(kernels.flash_forward, q, k, v))
-        out["notice"] = "Measured by torch's CUDA allocator: the peak memory each kernel call added."
+        out["notice"] = ("Measured by torch's CUDA allocator: the peak memory each kernel call added (the allocator "
+                         f"hands out whole {ALLOCATOR_BLOCK_BYTES}-byte blocks, so a small tensor takes at least one).")
     if not quiet:
         print(out["notice"])
     return out
