@@ -53,7 +53,8 @@ from flashsim.errors import FlashsimError
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.kernel_io import kernel_io
 
-__all__ = ["DEFAULT_SIZES", "KERNELS", "Comparison", "Table", "compare", "recorded", "measured_on"]
+__all__ = ["DEFAULT_SIZES", "KERNELS", "Comparison", "LaunchBreakdown", "Table", "by_launch", "compare",
+           "kernel_memory", "recorded", "measured_on"]
 
 #: kernel names, as ``flashsim measure --kernel`` spells them, and the chapter that introduces each
 KERNELS = {"naive": "02", "tiled_matmul": "03", "online_softmax": "04", "flash_fwd": "05", "flash_bwd": "07"}
@@ -66,10 +67,6 @@ DEFAULT_SIZES = {
     "flash_fwd": {"n": (256, 4096), "d": (64, 64)},
     "flash_bwd": {"n": (128, 2048), "d": (32, 64)},
 }
-
-_FIELDS = ("backend", "measured_load_bytes", "measured_store_bytes", "simulated_load_bytes",
-           "simulated_store_bytes", "measured_dram_bytes", "simulated_dram_bytes")
-
 
 @dataclass
 class Comparison:
