@@ -304,7 +304,7 @@ def _all_nan_under_large_scores(key: str, why: str, q: np.ndarray, k: np.ndarray
     """One diagnosis on every device for a body that overflows: the earlier cases (small scores) passed, and here
     e^s overflows float32. The interpreter's float32 NaNs only the rows whose scores are large ("overflow"), a GPU's
     fp16 case with its fast exp2 may NaN every row ("all_non_finite"): both are the overflow."""
-    if idx == 0:                                       # nothing passed before: 0/0 or worse, not the scores
+    if idx == 0:                                       # the first case failed: 0/0 or worse, not the scores
         return key, why
     s_max = float(np.abs(q @ np.swapaxes(k, -1, -2)).max() / np.sqrt(q.shape[-1]))
     if s_max * LOG2E <= 100:
