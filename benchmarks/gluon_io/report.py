@@ -4,6 +4,7 @@ predicted sector bytes), the TMA traffic beside the L2's bytes from the SMs, and
 (flashsim.measure.criterion) and within the strict 5 %.
 
     python benchmarks/gluon_io/report.py MEASURED.json [--out benchmarks/results/gluon_io_<gpu>_<date>]
+    python benchmarks/gluon_io/report.py --rejudge COMPARED.json --out ...   # a record, judged by today's model
 
 Writes OUT.json (the measurement with the predictions and verdicts) and OUT.md, and prints the summary.
 """
@@ -75,6 +76,24 @@ def compare(measured: dict, workers: int = 4) -> dict:
             "criterion": criterion.TEXT, "strict": criterion.STRICT_TEXT, "rows": out, "summary": summarize(out)}
 
 
+def measured_of(compared: dict) -> dict:
+    """The measurement inside a compared file (what :func:`compare` took), so that a record is judged again by
+    the model as it is now without the device: each launch's ncu counts as measure.py wrote them."""
+    rows = []
+    for r in compared["rows"]:
+        if "launches" not in r:
+            rows.append({"config": r["config"], "error": r.get("error")})
+            continue
+        launches = [{"kernel": L["launch"], "global_load_bytes": L["meas_load_bytes"],
+                     "global_store_bytes": L["meas_store_bytes"], "l2_read_bytes_from_sm": L["meas_l2_read_from_sm"],
+                     "l2_write_bytes_from_sm": L["meas_l2_write_from_sm"],
+                     "raw": {"lts__t_sectors_srcunit_tex_op_red.sum": L["meas_l2_red_from_sm"] / 32},
+                     "dram_read_bytes": L["meas_dram_read_bytes"], "dram_write_bytes": L["meas_dram_write_bytes"],
+                     "duration_ns": L.get("duration_ns")} for L in r["launches"]]
+        rows.append({"config": r["config"], "finite": r.get("finite"), "launches": launches})
+    return {"info": compared.get("info", {}), "rows": rows}
+
+
 def summarize(rows: list) -> dict:
     """Per kernel (fwd, bwd) and in all: launches, requested equal, DRAM within the criterion and strict 5 %;
     the same over the configurations chosen before any was measured (not ``already_measured``) alone."""
@@ -138,13 +157,16 @@ def markdown(res: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("measured", help="benchmarks/gluon_io/measure.py's JSON")
+    ap.add_argument("measured", help="benchmarks/gluon_io/measure.py's JSON, or with --rejudge a compared one")
+    ap.add_argument("--rejudge", action="store_true", help="MEASURED is a compared file (this script's or "
+                    "issue28_ingest.py's output): predict and judge its measurement again with today's model")
     ap.add_argument("--out", help="path stem of the JSON and markdown to write (default: beside the input, "
                     "_compared)")
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args(argv)
     with open(a.measured) as f:
-        res = compare(json.load(f), a.workers)
+        data = json.load(f)
+    res = compare(measured_of(data) if a.rejudge else data, a.workers)
     stem = a.out or os.path.splitext(a.measured)[0] + "_compared"
     with open(stem + ".json", "w") as f:
         json.dump(res, f, indent=1, default=str)

@@ -14,6 +14,16 @@ outputs (O and LSE; dK and dV) by ordinary stores, which they do. So each launch
   an offline sm_90 compile, benchmarks/experiments/gluon_compile_sm90.py --sass: O, LSE, dK and dV go out as
   32-bit STG.E, 16 (O, d=64) and 2 (LSE) per consumer thread; the balanced forward has 3 LDG.E per partition,
   start[p], start[p + 1] and order[i]; every tile and the dQ add move by UTMALDG / UTMAREDG.)
+  The two plain Triton passes of the backward are read the same way (an offline sm_90 compile of
+  flashsim/kernels/gluon/bwd_host.py, its TTGIR layouts and SASS). The dQ epilogue loads fp32 and stores 16-bit
+  through the same offsets; Triton's coalescing gives the load the store's 16-byte vector (8 elements a thread, a
+  layout ``sizePerThread = [8]``), which the fp32 load issues as two LDG.E.128 a thread, its lanes 32 bytes apart:
+  each 16-byte piece in a sector of its own, so the accumulator costs twice its bytes in sectors
+  (:func:`strided_vector_load_bytes`). The prologue's row statistics (L copied, delta stored) are 1-D tensors of
+  BLOCK_M fp32 in a layout of 32 lanes x 4 warps, one element a lane: a warp instruction is 32 consecutive fp32 (its
+  own sectors, so a row block misaligned by 16 bytes costs a sector more per instruction), and with fewer rows than
+  threads the other warps hold copies: their stores are masked off, their loads are issued
+  (:func:`row_vector_bytes`).
 - ``tma_load_bytes`` / ``tma_reduce_bytes``: the TMA boxes, each row inside the tensor once (rows past the
   tensor's end are not fetched; rows past a head's N belong to the next head and are).
 - ``dram_read_bytes`` / ``dram_write_bytes``: :func:`flashsim.model.l2.simulate_l2` with the fitted constants of
@@ -44,6 +54,10 @@ ELEMENT_BYTES = {"fp16": 2, "bf16": 2}
 #: elements per program of the dQ epilogue, and the padded row pitch of L and delta: the values of
 #: flashsim.kernels.gluon.bwd_host (EPILOGUE_BLOCK, n_lse_of), which imports torch; tests check they agree
 EPILOGUE_BLOCK = 4096
+#: threads of one program of the host passes (num_warps=4 in bwd_host), and lanes of a warp
+HOST_THREADS, WARP_LANES = 128, 32
+#: the widest vector one thread loads or stores in one instruction (LDG.E.128 / STG.E.128)
+VECTOR_BYTES = 16
 
 
 def n_lse_of(N: int) -> int:
@@ -94,6 +108,30 @@ def row_stat_store_bytes(row0: int, rows: int, n_valid: int, group: int = 8) -> 
     starts = row0 + np.arange(0, rows, group, dtype=np.int64)
     valid = np.clip(np.minimum(starts + group, n_valid) - starts, 0, group)
     return int(SECTOR * _sectors(starts * 4, valid * 4).sum())
+
+
+def strided_vector_load_bytes(numel, es_out: int, es_in: int = 4) -> int:
+    """L1 sector bytes of loading ``numel`` consecutive elements of ``es_in`` bytes in a layout that gives each
+    thread the 16-byte store vector of ``es_out``-byte elements (VECTOR_BYTES // es_out elements): wider than one
+    16-byte load, so each thread issues several, its lanes that many 16-byte pieces apart, and each piece of a warp
+    instruction lies in a sector of its own. ``numel`` may be an array (one program each)."""
+    per_thread_bytes = (VECTOR_BYTES // es_out) * es_in
+    numel = np.asarray(numel, np.int64)
+    if per_thread_bytes <= VECTOR_BYTES:                     # one load a thread: lanes contiguous
+        return int(SECTOR * _sectors(np.zeros_like(numel), numel * es_in).sum())
+    pieces = -(-numel * es_in // VECTOR_BYTES)               # 16-byte pieces with a valid element
+    return int(SECTOR * pieces.sum())
+
+
+def row_vector_bytes(first_elem: int, rows: int, n_valid: int, block: int, load: bool) -> int:
+    """L1 sector bytes of one host-pass program's access to ``rows`` fp32 row statistics from flat element
+    ``first_elem`` (``n_valid`` of them inside the mask), held one a lane over HOST_THREADS threads: a warp
+    instruction per WARP_LANES consecutive elements; with ``block`` < HOST_THREADS the further warps hold copies
+    of the first ones, whose loads are issued and whose stores are masked off."""
+    starts = np.arange(0, rows, WARP_LANES, dtype=np.int64)
+    counts = np.clip(np.minimum(starts + WARP_LANES, n_valid) - starts, 0, WARP_LANES)
+    one = int(SECTOR * _sectors((first_elem + starts) * 4, counts * 4).sum())
+    return one * max(1, HOST_THREADS // block) if load else one
 
 
 def _box_rows(row0, rows: int, total_rows: int):
@@ -232,7 +270,7 @@ def backward_io(B: int, H: int, N: int, d: int, dtype: str = "fp16", causal: boo
 def _prologue_io(BH, N, d, es, n_lse, hw, dram) -> LaunchIO:
     """``_gluon_bwd_prologue``: per (row block, head) program O and dO read, delta written into padded rows, L
     copied into padded rows where N is no multiple of 4, the fp32 dQ accumulator zeroed."""
-    block_m = max(16, min(128, 4096 // d))
+    block_m = max(16, min(128, 4096 // d))        # d is a power of two here: BLOCK_D = d
     copy_lse = n_lse != N
     io = LaunchIO(BWD_LAUNCHES[0], ctas=-(-n_lse // block_m) * BH)
     programs = []
@@ -244,10 +282,10 @@ def _prologue_io(BH, N, d, es, n_lse, hw, dram) -> LaunchIO:
             acc = []
             io.lsu_load_bytes += 2 * rows * d * es                     # O, dO: whole rows, 16-byte vectors
             io.lsu_store_bytes += rows * d * 4                         # dq_acc zeros
-            io.lsu_store_bytes += SECTOR * int(_sectors((bh * n_lse + r0) * 4, lse_rows * 4))   # delta
+            io.lsu_store_bytes += row_vector_bytes(bh * n_lse + r0, block_m, lse_rows, block_m, False)   # delta
             if copy_lse:
-                io.lsu_load_bytes += SECTOR * int(_sectors((bh * N + r0) * 4, rows * 4))
-                io.lsu_store_bytes += SECTOR * int(_sectors((bh * n_lse + r0) * 4, lse_rows * 4))
+                io.lsu_load_bytes += row_vector_bytes(bh * N + r0, block_m, rows, block_m, True)
+                io.lsu_store_bytes += row_vector_bytes(bh * n_lse + r0, block_m, lse_rows, block_m, False)
             if rows:
                 acc += [Access(("O", bh, pid), rows * d * es), Access(("dO", bh, pid), rows * d * es)]
                 if copy_lse:
@@ -294,12 +332,13 @@ def _bwd_main_io(BH, N, d, es, causal, cfg, n_lse, hw, dram) -> LaunchIO:
 
 
 def _epilogue_io(numel, es, hw, dram) -> LaunchIO:
-    """``_gluon_dq_epilogue``: the fp32 accumulator read once, dQ written once, EPILOGUE_BLOCK elements a program."""
+    """``_gluon_dq_epilogue``: the fp32 accumulator read once, dQ written once, EPILOGUE_BLOCK elements a program;
+    the load in the store's layout costs twice the accumulator's bytes in L1 sectors (see the module docstring)."""
     n_prog = -(-numel // EPILOGUE_BLOCK)
     io = LaunchIO(BWD_LAUNCHES[2], ctas=n_prog)
     starts = np.arange(n_prog, dtype=np.int64) * EPILOGUE_BLOCK
     counts = np.minimum(starts + EPILOGUE_BLOCK, numel) - starts
-    io.lsu_load_bytes = int(SECTOR * _sectors(starts * 4, counts * 4).sum())
+    io.lsu_load_bytes = strided_vector_load_bytes(counts, es)      # fp32 read in the 16-bit store's layout
     io.lsu_store_bytes = int(SECTOR * _sectors(starts * es, counts * es).sum())
     programs = [[Access(("acc", p), int(c) * 4), Access(("dQ", p), int(c) * es, True)] for p, c in enumerate(counts)]
     return _dram(io, programs, hw.num_sms * 8, hw) if dram else io
@@ -316,4 +355,4 @@ def launch_io(kernel: str, B: int, H: int, N: int, d: int, dtype: str = "fp16", 
 
 
 __all__ = ["LaunchIO", "FWD_LAUNCHES", "BWD_LAUNCHES", "forward_schedule", "forward_io", "backward_io", "launch_io",
-           "accumulator_store_bytes", "row_stat_store_bytes"]
+           "accumulator_store_bytes", "row_stat_store_bytes", "strided_vector_load_bytes", "row_vector_bytes"]

@@ -55,6 +55,12 @@ def test_matching_and_report_on_synthetic_measurements(tmp_path):
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"info": {}, "rows": rows}))
     assert R.main([str(path), "--workers", "1"]) == 0 and (tmp_path / "m_compared.md").exists()
+    # a compared file judged again (--rejudge): the same measurement, the same verdicts under the same model
+    again = R.compare(R.measured_of(res), workers=1)
+    assert again["summary"] == res["summary"] and again["rows"] == res["rows"]
+    assert R.main([str(tmp_path / "m_compared.json"), "--rejudge", "--workers", "1", "--out",
+                   str(tmp_path / "r")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["summary"] == res["summary"]
 
 
 def test_a_launch_sequence_that_is_not_the_calls_is_an_error_not_a_verdict():

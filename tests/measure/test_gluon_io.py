@@ -47,7 +47,33 @@ def test_backward_bytes_in_closed_form():
     assert main.tma_load_bytes == 2 * B * H * N * d * es + pairs * (2 * block_m * d * es + 2 * block_m * 4)
     assert main.lsu_store_bytes == 2 * 2 * B * H * N * d * es
     assert pro.lsu_load_bytes == 2 * B * H * N * d * es and pro.lsu_store_bytes == B * H * N * (d * 4 + 4)
-    assert epi.lsu_load_bytes == B * H * N * d * 4 and epi.lsu_store_bytes == B * H * N * d * es
+    # the fp32 accumulator is loaded in the 16-bit store's layout: two 16-byte loads a thread, each in its own sector
+    assert epi.lsu_load_bytes == 2 * B * H * N * d * 4 and epi.lsu_store_bytes == B * H * N * d * es
+
+
+@pytest.mark.parametrize("d", G.HEAD_DIMS)
+def test_ragged_prologue_rows_go_by_warp_instruction_and_copies_load_again(d):
+    """N = 3001 (no multiple of 4): L is copied into padded rows of 3004. Each program's BLOCK_M fp32 rows go out
+    as warp instructions of 32 consecutive fp32 (a head misaligned by 16 bytes costs a sector more per
+    instruction); the warps beyond BLOCK_M threads hold copies, which load again and store nothing."""
+    B, H, N, es = 1, 2, 3001, 2
+    (pro, *_) = GI.backward_io(B, H, N, d, "bf16", True, dram=False)
+    block_m, n_lse = 4096 // d, GI.n_lse_of(N)
+    copies = 128 // block_m
+    loads = stores = 0
+    for bh in range(B * H):
+        for r0 in range(0, n_lse, block_m):
+            for w0 in range(r0, r0 + block_m, 32):
+                lo, hi_n, hi_l = w0, min(w0 + 32, N), min(w0 + 32, n_lse)
+                if hi_n > lo:
+                    loads += copies * 32 * ((bh * N + hi_n - 1) * 4 // 32 - (bh * N + lo) * 4 // 32 + 1)
+                if hi_l > lo:
+                    stores += 2 * 32 * ((bh * n_lse + hi_l - 1) * 4 // 32 - (bh * n_lse + lo) * 4 // 32 + 1)
+    assert pro.lsu_load_bytes == 2 * B * H * N * d * es + loads
+    assert pro.lsu_store_bytes == B * H * N * d * 4 + stores
+    assert GI.row_vector_bytes(4, 64, 64, 64, False) == 32 * 10      # 16 bytes off: 5 sectors per instruction
+    assert GI.row_vector_bytes(4, 64, 64, 64, True) == 2 * 32 * 10   # and a second warp pair loads them again
+    assert GI.strided_vector_load_bytes(8, 2) == 64 and GI.strided_vector_load_bytes(8, 4) == 32
 
 
 def test_causal_reads_fewer_kv_tiles_and_a_ragged_n_stores_partial_sectors():

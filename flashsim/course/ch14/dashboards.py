@@ -8,12 +8,14 @@ recorded forward speeds, and the same comparison on this machine's GPU.
 - :class:`GluonSpeedDashboard`: the recorded forward speeds against N (:mod:`flashsim.course.ch14.runs`);
 - :func:`measure_here`: the four forward kernels timed on this machine's Hopper GPU.
 
-The recorded runs are read in :mod:`.runs`, the tables built in :mod:`.tables`; the names the notebook uses from
-them are re-exported here, so that ``flashsim.widgets`` has them.
+The recorded runs are read in :mod:`.runs`, the tables built in :mod:`.tables` (the Gluon kernels' predicted
+against measured bytes in :mod:`.measured_io`); the names the notebook uses from them are re-exported here, so
+that ``flashsim.widgets`` has them.
 """
 from __future__ import annotations
 
 from flashsim.course.ch14.figures import GluonSpeedPlot, PipelinePlot, SchedulePlot
+from flashsim.course.ch14.measured_io import measured_io, measured_io_table
 from flashsim.course.ch14.ring import pipeline_timeline
 from flashsim.course.ch14.runs import (DTYPES, GLUON_KERNEL_LABELS, GLUON_KERNELS, gluon_rows, load_gluon,
                                        recorded_on, speed_ratio, tuning_summary)
@@ -29,7 +31,7 @@ __all__ = ["PipelineDashboard", "ScheduleDashboard", "GluonSpeedDashboard", "mea
            # re-exported from .runs, .tables and .schedule for flashsim.widgets
            "GLUON_KERNELS", "GLUON_KERNEL_LABELS", "load_gluon", "gluon_rows", "tuning_summary", "speed_vs_cudnn",
            "gluon_headline", "gluon_headline_text", "ring_protocol_table", "gluon_io", "gluon_io_table",
-           "tile_costs"]
+           "tile_costs", "measured_io", "measured_io_table"]
 
 
 class PipelineDashboard(Dashboard):
