@@ -51,7 +51,7 @@ from flashsim.course.ch13.figures import (
     plot_ring_step, plot_overlap, plot_decoding_splits, plot_ring_bytes,
 )
 from flashsim.course.ch14.figures import (
-    plot_gluon_speed, plot_pipeline, plot_schedule, plot_speed_vs_cudnn,
+    plot_fa4_comparison, plot_gluon_speed, plot_pipeline, plot_schedule, plot_speed_vs_cudnn,
 )
 
 __all__ = [
@@ -63,8 +63,8 @@ __all__ = [
     'figure_theta_sweep', 'figure_tiling', 'figure_to_png', 'figure_traffic_vs_n', 'format_bytes',
     'plot_algorithm0_step', 'plot_backward_costs', 'plot_block_sweep', 'plot_block_vs_cache', 'plot_causal_saving',
     'plot_causal_tile_grid', 'plot_comparisons_side_by_side', 'plot_context_memory', 'plot_cpu_time_memory',
-    'plot_decoding_splits', 'plot_eager_ops', 'plot_fig2_left', 'plot_flash_vs_naive_error', 'plot_flops_vs_n',
-    'plot_fp16_overflow', 'plot_gluon_speed', 'plot_gradient_check', 'plot_hierarchy_cpu_gpu',
+    'plot_decoding_splits', 'plot_eager_ops', 'plot_fa4_comparison', 'plot_fig2_left', 'plot_flash_vs_naive_error',
+    'plot_flops_vs_n', 'plot_fp16_overflow', 'plot_gluon_speed', 'plot_gradient_check', 'plot_hierarchy_cpu_gpu',
     'plot_kernel_io_by_tensor', 'plot_l2_rows', 'plot_loop_order', 'plot_matrix_bytes', 'plot_memory_levels',
     'plot_mismatch_rows', 'plot_online_softmax', 'plot_overlap', 'plot_peak_memory', 'plot_pipeline',
     'plot_rescale_drift', 'plot_ring_bytes', 'plot_ring_step', 'plot_roofline', 'plot_roofline_points',

@@ -52,7 +52,7 @@ from flashsim.course.ch13.dashboards import (
 from flashsim.course.ch14.dashboards import (
     PipelineDashboard, ScheduleDashboard, GluonSpeedDashboard, measure_here, GLUON_KERNELS, GLUON_KERNEL_LABELS,
     load_gluon, gluon_rows, tuning_summary, speed_vs_cudnn, gluon_headline, gluon_headline_text, ring_protocol_table,
-    gluon_io, gluon_io_table, tile_costs, measured_io, measured_io_table,
+    gluon_io, gluon_io_table, tile_costs, measured_io, measured_io_table, fa4_comparison, fa4_summary_text,
 )
 
 __all__ = [
@@ -64,12 +64,12 @@ __all__ = [
     'SHORT_NS', 'SPEEDUP_NS', 'SRAM_KIBS', 'ScheduleDashboard', 'ShortSequenceDashboard', 'SliderTour',
     'SpeedupDashboard', 'TiledQKtStepper', 'TilingDashboard', 'TrafficDashboard', 'TrafficVsN', 'algorithm4_stepper',
     'attention_intensities', 'attention_memory_bytes', 'causal_kind_grid', 'causal_partial_masks',
-    'causal_saving_sweep', 'cpu_hierarchy', 'cpu_time_memory', 'device_table', 'eager_op_bytes',
-    'flash_vs_naive_errors', 'flops_sweep', 'gluon_headline', 'gluon_headline_text', 'gluon_io', 'gluon_io_table',
-    'gluon_rows', 'gradient_check', 'h200_results', 'l2_rows', 'learner_or_course_kernel', 'load_gluon',
-    'loop_order_bytes', 'max_context_for', 'measure_here', 'measure_peak_memory', 'measured_block_sweep',
-    'measured_io', 'measured_io_table', 'merge_table', 'mismatch_errors', 'peak_growth_model', 'recorded_peak_memory',
-    'recorded_ring_runs', 'recorded_sdpa_speed', 'recorded_summary', 'recorded_time_memory', 'rescale_drift',
-    'ring_on_processes', 'ring_protocol_table', 'short_sequence_times', 'speed_vs_cudnn', 'speedup_sweep',
-    'split_kv_here', 'template_source', 'theta_sweep', 'tile_costs', 'time_call', 'tuning_summary',
+    'causal_saving_sweep', 'cpu_hierarchy', 'cpu_time_memory', 'device_table', 'eager_op_bytes', 'fa4_comparison',
+    'fa4_summary_text', 'flash_vs_naive_errors', 'flops_sweep', 'gluon_headline', 'gluon_headline_text', 'gluon_io',
+    'gluon_io_table', 'gluon_rows', 'gradient_check', 'h200_results', 'l2_rows', 'learner_or_course_kernel',
+    'load_gluon', 'loop_order_bytes', 'max_context_for', 'measure_here', 'measure_peak_memory',
+    'measured_block_sweep', 'measured_io', 'measured_io_table', 'merge_table', 'mismatch_errors', 'peak_growth_model',
+    'recorded_peak_memory', 'recorded_ring_runs', 'recorded_sdpa_speed', 'recorded_summary', 'recorded_time_memory',
+    'rescale_drift', 'ring_on_processes', 'ring_protocol_table', 'short_sequence_times', 'speed_vs_cudnn',
+    'speedup_sweep', 'split_kv_here', 'template_source', 'theta_sweep', 'tile_costs', 'time_call', 'tuning_summary',
 ]

@@ -14,6 +14,7 @@ that ``flashsim.widgets`` has them.
 """
 from __future__ import annotations
 
+from flashsim.course.ch14.fa4 import fa4_comparison, fa4_summary_text
 from flashsim.course.ch14.figures import GluonSpeedPlot, PipelinePlot, SchedulePlot
 from flashsim.course.ch14.measured_io import measured_io, measured_io_table
 from flashsim.course.ch14.ring import pipeline_timeline
@@ -28,10 +29,10 @@ from flashsim.errors import FlashsimError
 from flashsim.model.attention.reference import reference_attention
 
 __all__ = ["PipelineDashboard", "ScheduleDashboard", "GluonSpeedDashboard", "measure_here",
-           # re-exported from .runs, .tables and .schedule for flashsim.widgets
+           # re-exported from .runs, .tables, .schedule, .measured_io and .fa4 for flashsim.widgets
            "GLUON_KERNELS", "GLUON_KERNEL_LABELS", "load_gluon", "gluon_rows", "tuning_summary", "speed_vs_cudnn",
            "gluon_headline", "gluon_headline_text", "ring_protocol_table", "gluon_io", "gluon_io_table",
-           "tile_costs", "measured_io", "measured_io_table"]
+           "tile_costs", "measured_io", "measured_io_table", "fa4_comparison", "fa4_summary_text"]
 
 
 class PipelineDashboard(Dashboard):

@@ -1,15 +1,17 @@
 """Chapter 14 figures: the warp-specialized CTA's timeline (:mod:`.ring`), a persistent grid's tile schedule
-(:mod:`.schedule`), and the recorded forward speeds against cuDNN (:mod:`.tables`).
+(:mod:`.schedule`), the recorded forward speeds against cuDNN (:mod:`.tables`), and the three-kernel comparison
+with FlashAttention-4 (:mod:`.fa4`, re-exported).
 
 Every function returns a matplotlib Figure (Agg-safe: no pyplot).
 """
 from __future__ import annotations
 
+from flashsim.course.ch14.fa4 import plot_fa4_comparison
 from flashsim.course.ch14.ring import LANE_KINDS
 from flashsim.course.ch14.tables import speed_vs_cudnn
 from flashsim.course.kit.plotting import LivePlot, new_figure
 
-__all__ = ["plot_gluon_speed", "plot_pipeline", "plot_schedule", "plot_speed_vs_cudnn"]
+__all__ = ["plot_fa4_comparison", "plot_gluon_speed", "plot_pipeline", "plot_schedule", "plot_speed_vs_cudnn"]
 
 _KIND_COLORS = {"load": "#9467bd", "qk": "#1f77b4", "pv": "#2ca02c", "softmax": "#ff7f0e", "wait": "#d9d9d9"}
 _SERIES_STYLE = {"SDPA cuDNN": ("#7f7f7f", "-", "s"), "SDPA FlashAttention-2": ("#bcbd22", "-", "v"),
@@ -57,11 +59,6 @@ class GluonSpeedPlot(LivePlot):
         self._limit(series)
         self._title.set_text(title)
         return True
-
-
-def plot_gluon_speed(ns: list, series: dict, title: str = ""):
-    """TFLOP/s against N, one line per kernel: `series` {kernel label: [TFLOP/s per N, or None]} (chapter 14)."""
-    return GluonSpeedPlot(ns=ns, series=series, title=title).fig
 
 
 def plot_gluon_speed(ns: list, series: dict, title: str = ""):
