@@ -303,13 +303,18 @@ def _whole_sectors(n: int, d: int, *blocks: int) -> bool:
 def _bwd_stat_copies(kernel: str, d: int, block_m: int) -> int:
     """Warps that each load the flash backward's row statistics (LSE, delta) of a Q block, on the H200.
 
-    In ``_bwd_dq`` the statistics sit in the row layout of the MMA tile: a 64-row block's rows are spread over a
-    warp group of 4 warps, and the other warps hold copies (8 warps at a padded head dim of 128: 2 copies); a
-    block of fewer than 64 rows is held whole by every warp. ``_bwd_dkdv`` reads them along its tile's columns,
-    once. Measured with Nsight Compute (Triton 3.6, sm_90), the launches' own block sizes given."""
-    warps = 8 if max(16, 1 << max(0, d - 1).bit_length()) >= 128 else 4
+    In ``_bwd_dq`` the statistics sit in the row layout of the MMA tile, and every warp along its columns holds a
+    copy. From 64 rows it is a warpgroup MMA with its warps along the rows: a 64-row block's rows are spread over 4
+    warps, and the other warps hold copies (8 warps at a padded head dim of 128: 2 copies). Below 64 rows Triton
+    gives S the warp layout of the dot it chains into, dQ (block_m × padded d): all warps along the rows when that
+    tile is at least as tall as it is wide (a 32-row block at d ≤ 32: 2 copies over 4 warps), else all along the
+    columns (every warp holds the block whole). ``_bwd_dkdv`` reads them along its tile's columns, once. Measured
+    with Nsight Compute (Triton 3.6, sm_90), the launches' own block sizes given."""
+    d_pad = max(16, 1 << max(0, d - 1).bit_length())
+    warps = 8 if d_pad >= 128 else 4
     if kernel == "_bwd_dq":
-        return warps // min(warps, block_m // 16) if block_m >= 64 else warps
+        along_rows = block_m >= 64 or block_m >= d_pad
+        return warps // min(warps, block_m // 16) if along_rows else warps
     return 1
 
 
