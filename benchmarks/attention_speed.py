@@ -565,7 +565,9 @@ def ratio_text(r: dict, base: str) -> str:
     return f"{x:.2f}" + ("" if lo == hi else f" ({lo:.2f}-{hi:.2f})")
 
 
-def markdown(result: dict, json_name: str) -> str:
+def markdown(result: dict, json_name: str, figure: str | None = None) -> str:
+    """The run as a markdown page: versions, command, summary and the table; ``figure``: the figure drawn from it,
+    where one was."""
     v = result["versions"]
     out = [f"# Attention speed on {v.get('gpu')}: ours vs FlashAttention-4, PyTorch SDPA (flash, cuDNN, efficient) "
            "and naive", "",
@@ -574,7 +576,7 @@ def markdown(result: dict, json_name: str) -> str:
            f"- python {v.get('python')}, torch {v.get('torch')} (CUDA {v.get('cuda')}, cuDNN {v.get('cudnn')}), "
            f"triton {v.get('triton')}, numpy {v.get('numpy')}, flash-attn-4 {v.get('flash_attn_4', '-')}",
            f"- command: `{v.get('command')}`",
-           f"- full numbers: `{json_name}`; figure: `figures/speed_h200.png`",
+           f"- full numbers: `{json_name}`" + (f"; figure: `{figure}`" if figure else ""),
            f"- {result['tflops_convention']}; rows: {len(result['rows'])}"
            + ("" if result.get("complete") else f" (run cut short: {len(result.get('skipped', []))} rows not run)"),
            "", "## Summary", "", "```", summary(result), "```", "",
@@ -646,7 +648,7 @@ def main(argv=None):
         print(f"wrote {args.figure}")
         if args.markdown:
             with open(args.markdown, "w") as f:
-                f.write(markdown(result, os.path.basename(args.plot_only)))
+                f.write(markdown(result, os.path.basename(args.plot_only), os.path.relpath(args.figure, HERE)))
             print(f"wrote {args.markdown}")
         print(table(result["rows"]))
         print(summary(result))
