@@ -300,6 +300,11 @@ def _whole_sectors(n: int, d: int, *blocks: int) -> bool:
     return _aligned(n, d, *blocks)
 
 
+def _padded_d(d: int) -> int:
+    """The kernels' head-dim block: d rounded up to a power of two, at least 16 (``BLOCK_D``)."""
+    return max(16, 1 << max(0, d - 1).bit_length())
+
+
 def _bwd_stat_copies(kernel: str, d: int, block_m: int) -> int:
     """Warps that each load the flash backward's row statistics (LSE, delta) of a Q block, on the H200.
 
@@ -310,7 +315,7 @@ def _bwd_stat_copies(kernel: str, d: int, block_m: int) -> int:
     tile is at least as tall as it is wide (a 32-row block at d ≤ 32: 2 copies over 4 warps), else all along the
     columns (every warp holds the block whole). ``_bwd_dkdv`` reads them along its tile's columns, once. Measured
     with Nsight Compute (Triton 3.6, sm_90), the launches' own block sizes given."""
-    d_pad = max(16, 1 << max(0, d - 1).bit_length())
+    d_pad = _padded_d(d)
     warps = 8 if d_pad >= 128 else 4
     if kernel == "_bwd_dq":
         along_rows = block_m >= 64 or block_m >= d_pad
@@ -450,7 +455,7 @@ class _L1Launch:
         # Triton gives a load the elements per thread of a same-shaped access it feeds: when the P tile has the O
         # tile's shape (BLOCK_N = the padded d), P gets O's 4 (the kernel's max_contiguous) and, where it may not
         # vectorize, loads them in 4 instructions across the tile's width
-        p_vec = 4 if bn == max(16, 1 << max(0, d - 1).bit_length()) and _aligned(d) else 1
+        p_vec = 4 if bn == _padded_d(d) and _aligned(d) else 1
         p2 = self.counter(F32, N * N, N, _aligned(N), vec=p_vec, lanes=max(1, min(32, bn // p_vec)))
         v, o = self.nd(), self.nd()
         self.tiles(p2, lambda i: vc[i])

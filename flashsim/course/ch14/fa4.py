@@ -10,7 +10,7 @@ with FA4's column).
 from __future__ import annotations
 
 from flashsim.course.kit.plotting import new_figure
-from flashsim.course.kit.results import load_result
+from flashsim.course.kit.results import load_result, run_provenance
 
 __all__ = ["fa4_comparison", "fa4_summary_text", "plot_fa4_comparison"]
 
@@ -21,8 +21,8 @@ _COLORS = {"ours": "#d62728", "cudnn": "#7f7f7f", "fa4": "#1f77b4"}
 
 def _label(run: dict) -> str:
     """"<GPU>, <date>" from the run's own metadata."""
-    v = run.get("versions", {})
-    return f"{v.get('gpu', 'a GPU')}, {str(v.get('date_utc', ''))[:10]}".rstrip(", ")
+    gpu, date = run_provenance(run)
+    return f"{gpu or 'a GPU'}, {date}".rstrip(", ")
 
 
 def fa4_comparison(run: dict | None = None) -> dict:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 from flashsim.course import Table, pick
 from flashsim.course.kit.optional import missing
-from flashsim.course.kit.results import load_result, result_source
+from flashsim.course.kit.results import load_result, result_source, run_provenance
 from flashsim.errors import FlashsimError
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.kernel_io import kernel_io
@@ -243,21 +243,18 @@ NCU_NOTICE = ("Measured on this GPU with Nsight Compute (ncu) counters, launch b
 
 
 def measured_on(name: str) -> str:
-    """"measured on <GPU>, <date>": the GPU (or machine) and the date a recorded result names in its
-    own metadata (``load_result(name)``: ``versions`` or ``info``: ``gpu``/``gpus``, ``device``, ``gpu``; ``date_utc``/``date``).
+    """"measured on <GPU>, <date>": the GPU (or machine) and the date a recorded result names in its own metadata
+    (:func:`flashsim.course.kit.results.run_provenance`; several GPUs as "<count> × <GPU>").
     What a chapter prints next to a recorded number, so that the number says where and when it was measured."""
     data = load_result(name)
     versions = next((data[k] for k in ("versions", "info") if isinstance(data.get(k), dict)), {})
     gpus = versions.get("gpus") or []
-    gpu = versions.get("gpu") or data.get("device") or data.get("gpu") or (gpus[0] if gpus else None)
-    if isinstance(gpu, dict):
-        gpu = gpu.get("device")
+    gpu, date = run_provenance(data)
     if not gpu:
         machine = data.get("machine")
         gpu = (machine.get("cpu") or machine.get("processor")) if isinstance(machine, dict) else machine
     where = (f"{len(gpus)} × {gpus[0]}" if len(gpus) > 1 else f"an {gpu}" if str(gpu).startswith("NVIDIA")
              else str(gpu or "a GPU"))
-    date = str(versions.get("date_utc") or data.get("date_utc") or data.get("date") or "")[:10]
     return f"measured on {where}" + (f", {date}" if date else "")
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from flashsim.errors import FlashsimError
 
-__all__ = ["load_result", "recorded_names", "result_source", "drift", "sync", "main"]
+__all__ = ["load_result", "run_provenance", "recorded_names", "result_source", "drift", "sync", "main"]
 
 _MANIFEST = "manifest.json"
 
@@ -67,6 +67,20 @@ def load_result(name: str):
 
 
 # --- keeping the copies equal to the raw record (a repository checkout only) -----------------------------------
+
+def run_provenance(data: dict) -> tuple:
+    """(gpu, date) a recorded run names in its own metadata: ``versions`` or ``info`` (``gpu``, else the first of
+    ``gpus``, a ``device`` entry's name), else the top level's ``device``/``gpu``; the date (``date_utc``/``date``)
+    as YYYY-MM-DD. Either is None or "" where the run does not say. The one reader of a run's provenance, for every
+    "measured on <GPU>, <date>" label."""
+    meta = next((data[k] for k in ("versions", "info") if isinstance(data.get(k), dict)), {})
+    gpus = meta.get("gpus") or []
+    gpu = meta.get("gpu") or data.get("device") or data.get("gpu") or (gpus[0] if gpus else None)
+    if isinstance(gpu, dict):
+        gpu = gpu.get("device")
+    date = str(meta.get("date_utc") or data.get("date_utc") or data.get("date") or "")[:10]
+    return gpu, date
+
 
 def _checkout(root) -> tuple[Path, Path]:
     """(repository root, recorded folder) of a source checkout; a wheel install has no benchmarks/ to copy from."""
