@@ -29,6 +29,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 from triton.experimental.gluon._runtime import GluonASTSource  # noqa: E402
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
+from triton.runtime.jit import mangle_type  # noqa: E402
 from gluon_validate import load_gluon_files  # noqa: E402
 
 
@@ -76,7 +77,9 @@ def _compile(fn, args: dict, constexprs: dict, options: dict):
             sig[name] = "constexpr"
         else:
             a = args[name]
-            sig[name] = a.__mangle__() if isinstance(a, TensorDescriptor) else a
+            # a descriptor's signature string: __mangle__ in newer triton, the JIT's specialiser in 3.6
+            sig[name] = (a.__mangle__() if hasattr(a, "__mangle__") else mangle_type(a)) \
+                if isinstance(a, TensorDescriptor) else a
     # pointer arguments 16-byte aligned, as a launch on torch tensors specialises them (without it the stores of
     # the offline compile are 2-byte scalar ones where the real kernel's are vectorised)
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)

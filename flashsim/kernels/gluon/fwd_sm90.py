@@ -30,6 +30,8 @@ d) in the input dtype, ``lse`` (B, H, N) fp32, the natural-log logsumexp of each
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
@@ -41,17 +43,46 @@ from flashsim.model.attention import online_softmax
 _LN2 = gl.constexpr(online_softmax.LN2)
 
 
+class _Config(NamedTuple):
+    """The compile-time configuration of :func:`attn_fwd_sm90` (its constexprs as
+    :func:`flashsim.kernels.gluon.fwd_constexprs` gives them, less CONSUMER_REGS), passed to the partitions as one
+    argument."""
+    CAUSAL: bool
+    NC: int
+    BLOCK_M: int
+    BLOCK_N: int
+    HEAD_D: int
+    STAGES: int
+    PINGPONG: bool
+    BALANCED: bool
+    PV_WAIT_BLOCK: bool
+    V_STAGES: int
+
+
+class _Schedule(NamedTuple):
+    """Which output tiles a CTA computes, and in what order: ``BH`` heads (batch x heads) of ``n_mblk`` query blocks,
+    ``n_tiles`` tiles in all, walked in L2 sections of ``sec`` heads (:func:`_tile_coords`); with BALANCED, each
+    CTA's slice ``order[start[pid]:start[pid+1]]`` of the host's tile lists (:func:`_my_tiles`). The kernel's
+    arguments of those names: int32 scalars (a constexpr where Triton specialised one equal to 1) and pointers."""
+    BH: gl.tensor
+    n_mblk: gl.tensor
+    n_tiles: gl.tensor
+    sec: gl.tensor
+    order_ptr: gl.tensor
+    start_ptr: gl.tensor
+
+
 @gluon.jit
-def _tile_coords(t, BH, n_mblk, sec):
-    """Tile index -> (batch*head, query block), in L2-sized sections of ``sec`` heads (the host picks ``sec`` so that
-    a section's K and V fit in about a third of the L2). Within a section, query blocks go from the last to the
-    first (the longest first under a causal mask), heads inner: the CTAs running at the same time share the K/V of
-    a few heads through the L2 instead of streaming every head's from DRAM, and the short tiles come last."""
-    sec_tiles = sec * n_mblk
-    first = (t // sec_tiles) * sec                   # first head of this tile's section
+def _tile_coords(t, sched):
+    """Tile index -> (batch*head, query block), in L2-sized sections of ``sched.sec`` heads (the host picks ``sec``
+    so that a section's K and V fit in about a third of the L2). Within a section, query blocks go from the last to
+    the first (the longest first under a causal mask), heads inner: the CTAs running at the same time share the K/V
+    of a few heads through the L2 instead of streaming every head's from DRAM, and the short tiles come last."""
+    sec_tiles = sched.sec * sched.n_mblk
+    first = (t // sec_tiles) * sched.sec             # first head of this tile's section
     r = t % sec_tiles
-    heads = gl.minimum(sec, BH - first)              # the last section may hold fewer heads
-    mblk = n_mblk - 1 - r // heads
+    heads = gl.minimum(sched.sec, sched.BH - first)  # the last section may hold fewer heads
+    mblk = sched.n_mblk - 1 - r // heads
     bh = first + r % heads
     return bh, mblk
 
@@ -67,54 +98,60 @@ def _num_kv_tiles(mblk, N, CAUSAL: gl.constexpr, CTA_M: gl.constexpr, BLOCK_N: g
 
 
 @gluon.jit
-def _my_tiles(order_ptr, start_ptr, n_tiles, BALANCED: gl.constexpr):
+def _my_tiles(sched, BALANCED: gl.constexpr):
     """(first list index, tile count) of this CTA: with BALANCED its slice order[start[pid]:start[pid+1]] of the
     host's balanced tile lists (:func:`flashsim.kernels.gluon.balanced_tile_lists`), else the stride pid, pid +
     nprog, ... (list index = position in that stride)."""
     pid = gl.program_id(0)
     if BALANCED:
-        i0 = gl.load(start_ptr + pid)
-        n_mine = gl.load(start_ptr + pid + 1) - i0
+        i0 = gl.load(sched.start_ptr + pid)
+        n_mine = gl.load(sched.start_ptr + pid + 1) - i0
     else:
         i0 = 0
-        n_mine = gl.cdiv(n_tiles - pid, gl.num_programs(0))
+        n_mine = gl.cdiv(sched.n_tiles - pid, gl.num_programs(0))
     return i0, n_mine
 
 
 @gluon.jit
-def _tile_at(order_ptr, i0, it, BALANCED: gl.constexpr):
+def _tile_at(sched, i0, it, BALANCED: gl.constexpr):
     """The tile index of this CTA's it-th tile."""
     if BALANCED:
-        t = gl.load(order_ptr + i0 + it)
+        t = gl.load(sched.order_ptr + i0 + it)
     else:
         t = gl.program_id(0) + it * gl.num_programs(0)
     return t
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
-              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-              CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-              HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, BALANCED: gl.constexpr,
-              PV_WAIT_BLOCK: gl.constexpr, V_STAGES: gl.constexpr):
+def _producer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr, qk_scale):
     """The load warp: TMA copies only, each completing on the ``ready`` mbarrier of its slot.
 
     Order per output tile: the Q rows of every consumer (double-buffered, so the next tile's Q lands while this
     one runs), K_0, then K_{j+1} before V_j: a consumer needs K_{j+1} (for S_{j+1}) before it needs V_j (for the
     PV product it issues in the same turn), so K runs one slot ahead of V. After its last tile the CTA loads one
     extra Q and K_0 (its first tile again): the consumers prefetch S_0 of a next tile unconditionally, and this
-    tile's S_0 is computed and dropped."""
+    tile's S_0 is computed and dropped. Arguments: those of :func:`_consumer`, with C = NC (unused)."""
+    CAUSAL: gl.constexpr = cfg.CAUSAL
+    NC: gl.constexpr = cfg.NC
+    BLOCK_M: gl.constexpr = cfg.BLOCK_M
+    BLOCK_N: gl.constexpr = cfg.BLOCK_N
+    STAGES: gl.constexpr = cfg.STAGES
+    V_STAGES: gl.constexpr = cfg.V_STAGES
+    BALANCED: gl.constexpr = cfg.BALANCED
+    q_desc, k_desc, v_desc = descs
+    q_bufs, k_bufs, v_bufs = bufs
+    q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     CTA_M: gl.constexpr = NC * BLOCK_M
     kc = 0                # K tiles issued: slot kc % STAGES
     vc = 0                # V tiles issued: slot vc % V_STAGES
     tile_count = 0        # output tiles started: Q buffer tile_count % 2
-    i0, n_mine = _my_tiles(order_ptr, start_ptr, n_tiles, BALANCED)
+    i0, n_mine = _my_tiles(sched, BALANCED)
     for it in range(n_mine + 1):
         k_it = it
         if it == n_mine:
             k_it = 0                                    # the first tile again: the extra one whose S_0 is dropped
-        t = _tile_at(order_ptr, i0, k_it, BALANCED)
-        bh, mblk = _tile_coords(t, BH, n_mblk, sec)
+        t = _tile_at(sched, i0, k_it, BALANCED)
+        bh, mblk = _tile_coords(t, sched)
         row0 = bh * N                                   # first row of this head in the (B*H*N, d) view
         qb = tile_count % 2
         for c in gl.static_range(NC):
@@ -205,11 +242,7 @@ def _store_tile(acc, m_i, l_i, bh, q0, o_ptr, lse_ptr, N, o_layout: gl.constexpr
 
 
 @gluon.jit
-def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready, v_empty,
-              turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-              C: gl.constexpr, CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr,
-              BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
-              BALANCED: gl.constexpr, PV_WAIT_BLOCK: gl.constexpr, V_STAGES: gl.constexpr):
+def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr, qk_scale):
     """Consumer warpgroup C: BLOCK_M query rows of each tile, S and O in registers, P handed to wgmma in registers.
 
     Pipeline (FA3's intra-warpgroup overlap): in each turn it issues S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} as two
@@ -217,7 +250,29 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
     cores. Across tiles, the last PV product of a tile is issued together with S_0 of the next, and the epilogue
     (O / l, stores) runs while that S_0 computes; softmax(S_0) then runs at the top of the next tile with no
     product of this warpgroup in flight. (Issuing S_0 first and running its softmax under the last PV product
-    instead, as inside a tile, was measured no faster: benchmarks/results/NOTES.md.)"""
+    instead, as inside a tile, was measured no faster: benchmarks/results/NOTES.md.)
+
+    Arguments (those of every partition, :func:`attn_fwd_sm90`):
+
+    - ``C``: the partition's index; ``cfg``: the compile-time configuration (:class:`_Config`); ``N``: keys and
+      queries per head; ``sched``: the tile schedule (:class:`_Schedule`);
+    - ``descs``: the TMA descriptors of Q, K and V; ``bufs``: their shared-memory tiles (Q: two buffers per consumer,
+      K: ``STAGES`` ring slots, V: ``V_STAGES``); ``bars``: an mbarrier per buffer (``q_ready``, ``q_empty``,
+      ``k_ready``, ``k_empty``, ``v_ready``, ``v_empty``) and ``turn``, the ring of ping-pong turns;
+    - ``o_ptr``, ``lse_ptr``: the outputs; ``qk_scale``: the softmax scale times log2(e)."""
+    CAUSAL: gl.constexpr = cfg.CAUSAL
+    NC: gl.constexpr = cfg.NC
+    BLOCK_M: gl.constexpr = cfg.BLOCK_M
+    BLOCK_N: gl.constexpr = cfg.BLOCK_N
+    HEAD_D: gl.constexpr = cfg.HEAD_D
+    STAGES: gl.constexpr = cfg.STAGES
+    V_STAGES: gl.constexpr = cfg.V_STAGES
+    PINGPONG: gl.constexpr = cfg.PINGPONG
+    BALANCED: gl.constexpr = cfg.BALANCED
+    PV_WAIT_BLOCK: gl.constexpr = cfg.PV_WAIT_BLOCK
+    q_desc, k_desc, v_desc = descs
+    q_bufs, k_bufs, v_bufs = bufs
+    q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     CTA_M: gl.constexpr = NC * BLOCK_M
     dtype: gl.constexpr = q_desc.dtype
     # wgmma accumulator layouts: 4 warps along M (m64 per instruction), the whole tile width along N
@@ -228,7 +283,7 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     row_o: gl.constexpr = gl.SliceLayout(1, o_layout)
 
-    i0, n_mine = _my_tiles(order_ptr, start_ptr, n_tiles, BALANCED)
+    i0, n_mine = _my_tiles(sched, BALANCED)
     FIRST: gl.constexpr = 1 if C == 0 else 0         # consumer 0 starts: its first turn wait passes at once
     kc = 0                                           # K/V tiles consumed (ring slot kc % STAGES)
     tile_count = 0                                   # Q buffer tile_count % 2
@@ -247,8 +302,8 @@ def _consumer(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, 
         turn_count += 1
 
     for it in range(n_mine):
-        t = _tile_at(order_ptr, i0, it, BALANCED)
-        bh, mblk = _tile_coords(t, BH, n_mblk, sec)
+        t = _tile_at(sched, i0, it, BALANCED)
+        bh, mblk = _tile_coords(t, sched)
         q0 = mblk * CTA_M + C * BLOCK_M              # first query row (within the head) of this warpgroup
         n_kv = _num_kv_tiles(mblk, N, CAUSAL, CTA_M, BLOCK_N)
         q_smem = q_bufs.index(2 * C + tile_count % 2)
@@ -356,30 +411,16 @@ def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mbl
         mbarrier.init(v_empty.index(i), count=NC)
     fence_async_shared()
 
-    if NC == 2:
-        gl.warp_specialize([
-            (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
-            (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
-            (_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
-        ], [4, 1], [CONSUMER_REGS, 24])
-    else:
-        gl.warp_specialize([
-            (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         0, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
-            (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         1, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
-            (_consumer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         2, CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
-            (_producer, (q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_ready, q_empty, k_ready, k_empty, v_ready,
-                         v_empty, turn, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
-                         CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES)),
-        ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, 24])
+    # Partition c, for c = 0 .. NC, runs consumer warpgroup c for c < NC (consumer 0 in the kernel's own four warps,
+    # each other one in four more) and the producer warp for c == NC, each with the same arguments (the producer
+    # ignores c; _consumer describes them). The tuple is written in the call rather than assigned to a variable
+    # first: an assignment would turn its constexprs (the configuration, and any int argument equal to 1, which
+    # Triton passes as a constexpr) into run-time values, and so change the generated code.
+    gl.warp_specialize(
+        [(_consumer if c < NC else _producer,
+          (c, _Config(CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES), N,
+           _Schedule(BH, n_mblk, n_tiles, sec, order_ptr, start_ptr), (q_desc, k_desc, v_desc),
+           (q_bufs, k_bufs, v_bufs), (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn), o_ptr, lse_ptr,
+           qk_scale))
+         for c in (0, 1, 2, 3)[:NC + 1]],
+        [4] * (NC - 1) + [1], [CONSUMER_REGS] * (NC - 1) + [24])
