@@ -2,7 +2,7 @@
 
 For each of the five Triton kernels (naive, tiled_matmul, online_softmax, flash_fwd, flash_bwd) at 12 or more
 configurations, at least 4 of them not among the configurations the L2 model's settings were chosen on (the
-2026-11-29 sweep, ``gpu_validate.NCU_SWEEP``; see benchmarks/results/kernels_h200_2026-11-30.md), this measures
+2026-11-29 sweep, ``gpu_validate.NCU_SWEEP``; see benchmarks/results/kernels_h200_2026-11-30.json), this measures
 with ncu, per launch:
 
 - requested bytes: ``l1tex__t_bytes_pipe_lsu_mem_global_op_ld`` (+ ``ldgsts``) and ``..._op_st``, against

@@ -45,8 +45,8 @@ import numpy as np
 
 from flashsim.errors import FlashsimError
 from flashsim.kernels import gluon as G
-from flashsim.model import calibration as _cal
 from flashsim.model.hardware import get_device
+from flashsim.model.kernel_io import L2Settings
 from flashsim.model.l2 import Access, simulate_l2
 
 SECTOR = 32
@@ -58,6 +58,8 @@ EPILOGUE_BLOCK = 4096
 HOST_THREADS, WARP_LANES = 128, 32
 #: the widest vector one thread loads or stores in one instruction (LDG.E.128 / STG.E.128)
 VECTOR_BYTES = 16
+#: the L2 model's settings for the Gluon launches (the calibrated model)
+SETTINGS = L2Settings()
 
 
 def n_lse_of(N: int) -> int:
@@ -141,16 +143,19 @@ def _box_rows(row0, rows: int, total_rows: int):
 
 # --- the L2 model with the fitted constants -----------------------------------------------------------------------
 
-def _l2(programs, concurrency: int, hw, flush_writes: bool):
-    shared, private, written = _cal.L2_TILE_COSTS
-    dirty = None if _cal.L2_DIRTY_FRACTION is None else int(hw.l2_bytes * _cal.L2_DIRTY_FRACTION)
-    return simulate_l2(programs, max(1, int(hw.l2_bytes * _cal.L2_SHARED_FRACTION)), concurrency,
-                       flush_writes=flush_writes, protected_fraction=_cal.L2_PROTECTED_FRACTION, shared_cost=shared,
-                       private_cost=private, write_cost=written, dirty_limit=dirty)
+def _l2(programs, concurrency: int, hw, flush_writes: bool, settings: L2Settings | None = None):
+    """:func:`flashsim.model.l2.simulate_l2` under the kernel view's settings (:class:`L2Settings`, the calibrated
+    model unless ``settings`` says otherwise)."""
+    cfg = settings or L2Settings()
+    shared, private, written = cfg.tile_costs
+    dirty = None if cfg.dirty_fraction is None else int(hw.l2_bytes * cfg.dirty_fraction)
+    return simulate_l2(programs, max(1, int(hw.l2_bytes * cfg.l2_fraction)), concurrency,
+                       flush_writes=flush_writes, protected_fraction=cfg.protected_fraction, shared_cost=shared,
+                       private_cost=private, write_cost=written, dirty_limit=dirty, dirty_mix=cfg.dirty_mix)
 
 
 def _dram(io: LaunchIO, programs, concurrency: int, hw) -> LaunchIO:
-    r = _l2(programs, concurrency, hw, flush_writes=False)
+    r = _l2(programs, concurrency, hw, flush_writes=False, settings=SETTINGS)
     io.dram_read_bytes, io.dram_write_bytes = int(r.dram_read_bytes), int(r.dram_write_bytes)
     io.dram_write_flushed_bytes = int(r.dram_write_bytes + r.dirty_end_bytes)
     return io

@@ -47,8 +47,8 @@ import numpy as np
 from flashsim.errors import FlashsimError
 from flashsim.model.attention.visibility import (block_extent, first_visible_row_block, n_blocks, tile_sums,
                                                  tile_visible, visible_col_blocks)
-from flashsim.model.calibration import (L2_DIRTY_FRACTION, L2_PROTECTED_FRACTION, L2_SHARED_FRACTION, L2_TILE_COSTS,
-                                        LAUNCH_PROGRAMS_PER_SM, PROGRAMS_PER_SM)
+from flashsim.model.calibration import (L2_DIRTY_FRACTION, L2_DIRTY_MIX, L2_PROTECTED_FRACTION, L2_SHARED_FRACTION,
+                                        L2_TILE_COSTS, LAUNCH_PROGRAMS_PER_SM, PROGRAMS_PER_SM)
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.hardware import get_device
 from flashsim.model.l2 import Access, L2Result, simulate_l2
@@ -668,13 +668,15 @@ class L2Settings(NamedTuple):
     ``l2_fraction``: the share of the L2 the model uses; ``protected_fraction``: the segmented LRU's protected
     share (None: one plain LRU); ``tile_costs``: (shared, private, written), the L2 capacity per byte of a tile
     several programs touch, one program only reads, one program writes; ``dirty_fraction``: the most bytes kept
-    dirty, as a share of the L2 (None: no limit); ``flush_writes``: count the dirty bytes left at the end as written
+    dirty, as a share of the L2 (None: no limit); ``dirty_mix``: (c0, c1), that limit scaled by min(1, c0 + c1 × the
+    write share of recent L2 fills) (None: fixed); ``flush_writes``: count the dirty bytes left at the end as written
     (every write reaches DRAM once) rather than only those written back while the kernel runs."""
     programs_per_sm: int | None = None
     l2_fraction: float = L2_SHARED_FRACTION
     protected_fraction: float | None = L2_PROTECTED_FRACTION
     tile_costs: tuple = L2_TILE_COSTS
     dirty_fraction: float | None = L2_DIRTY_FRACTION
+    dirty_mix: tuple | None = L2_DIRTY_MIX
     flush_writes: bool = False
 
 
@@ -706,7 +708,7 @@ def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal:
         per_sm = launch_programs_per_sm(name) if cfg.programs_per_sm is None else cfg.programs_per_sm
         r = simulate_l2(progs, cap, hw.num_sms * per_sm, flush_writes=cfg.flush_writes,
                         protected_fraction=cfg.protected_fraction, shared_cost=shared, private_cost=private,
-                        write_cost=written, dirty_limit=dirty_limit)
+                        write_cost=written, dirty_limit=dirty_limit, dirty_mix=cfg.dirty_mix)
         res[name] = r
         total = total + r
     res["total"] = total

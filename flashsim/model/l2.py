@@ -3,7 +3,8 @@
 Signature (small and general, so the simulator core can reuse it)::
 
     simulate_l2(programs, l2_bytes, concurrency, *, flush_writes=True, shared_cost=1.0,
-                protected_fraction=None, private_cost=1.0, write_cost=1.0, dirty_limit=None) -> L2Result
+                protected_fraction=None, private_cost=1.0, write_cost=1.0, dirty_limit=None,
+                dirty_mix=None) -> L2Result
 
 ``programs`` is a sequence, in launch order, of programs (thread blocks); each program is a sequence of
 :class:`Access` ``(key, nbytes, is_write)`` made in program order. ``key`` names a tile (any hashable, e.g.
@@ -27,7 +28,9 @@ Concurrency model (stated, not measured):
   (O, P), which is what the H200 shows: its L2 keeps written data over data read once.
 * The L2 is write-back: a dirty tile reaches DRAM when it is evicted. With ``dirty_limit`` (bytes) at most that
   many bytes stay dirty: past it the tile dirty longest is written back and stays in the L2, clean (a write
-  stream on the H200 leaves 26-28 MiB of its 60 MiB dirty). With ``flush_writes=True`` the tiles still
+  stream on the H200 leaves 26-28 MiB of its 60 MiB dirty); with ``dirty_mix`` that limit shrinks as the share of
+  reads among the L2's recent fills grows (a launch streaming two bytes read per byte written leaves about 18 MiB
+  of the H200's L2 dirty). With ``flush_writes=True`` the tiles still
   dirty at the end of the launch are counted as written too (every byte written reaches DRAM once); with
   ``flush_writes=False`` they are not (Nsight Compute's measurement of one kernel ends before they leave). Either
   way ``L2Result.dirty_end_bytes`` says how many were left.
@@ -145,7 +148,8 @@ def _tile_costs(programs: list, shared_cost: float, private_cost: float, write_c
 def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency: int, *,
                 flush_writes: bool = True, shared_cost: float = 1.0,
                 protected_fraction: float | None = None, private_cost: float = 1.0,
-                write_cost: float = 1.0, dirty_limit: int | None = None) -> L2Result:
+                write_cost: float = 1.0, dirty_limit: int | None = None,
+                dirty_mix: tuple | None = None) -> L2Result:
     """DRAM bytes of one launch under the concurrency model in the module docstring.
 
     ``shared_cost``: L2 capacity a tile read by more than one program occupies, per byte (2.0 models an L2 split
@@ -154,7 +158,8 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
     all three 1.0 every byte costs 1 (the default).
     ``protected_fraction``: None = one LRU; a number in (0, 1] = the segmented LRU of the module docstring.
     ``dirty_limit``: None = any number of dirty bytes; else the most bytes that stay dirty (past it, the tiles dirty
-    longest are written back to DRAM and stay, clean).
+    longest are written back to DRAM and stay, clean). ``dirty_mix = (c0, c1)``: that limit scaled by
+    ``min(1, c0 + c1 × w)``, ``w`` the write share of the last ``l2_bytes`` filled (:class:`_DirtyLimit`).
     """
     if l2_bytes <= 0 or concurrency < 1:
         raise ValueError("l2_bytes must be > 0 and concurrency >= 1")
@@ -162,6 +167,8 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
         raise ValueError("shared_cost, private_cost and write_cost must be > 0")
     if dirty_limit is not None and dirty_limit < 0:
         raise ValueError(f"dirty_limit={dirty_limit!r} must be >= 0, or None for no limit")
+    if dirty_mix is not None and (len(dirty_mix) != 2 or min(dirty_mix) < 0):
+        raise ValueError(f"dirty_mix={dirty_mix!r} must be two numbers >= 0 (c0, c1), or None")
     costed = (shared_cost, private_cost, write_cost) != (1.0, 1.0, 1.0)
     if costed:
         programs = [list(prog) for prog in programs]  # read twice: who touches each tile, then the replay
@@ -169,10 +176,11 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
     if protected_fraction is not None:
         if not 0 < protected_fraction <= 1:
             raise ValueError(f"protected_fraction={protected_fraction!r} must be in (0, 1], or None for one LRU")
-        return _simulate_slru(programs, l2_bytes, concurrency, flush_writes, protected_fraction, cost, dirty_limit)
+        return _simulate_slru(programs, l2_bytes, concurrency, flush_writes, protected_fraction, cost,
+                              _DirtyLimit(dirty_limit, dirty_mix, l2_bytes))
     programs = list(programs)  # programs may be generators: they are consumed once, in launch order
     cache: OrderedDict = OrderedDict()      # key -> _Entry, oldest first
-    dirty = _DirtyLimit(dirty_limit)
+    dirty = _DirtyLimit(dirty_limit, dirty_mix, l2_bytes)
     used = 0
     res = L2Result()
     for key, nbytes, is_write in _resident(programs, concurrency):
@@ -190,6 +198,7 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
             res.requested_read_bytes += nbytes
             if entry is None:
                 res.dram_read_bytes += nbytes
+                dirty.fill(nbytes, False)
                 c = nbytes * cost.get(key, 1.0)
                 cache[key] = _Entry(nbytes, False, c)
                 used += c
@@ -202,18 +211,40 @@ def simulate_l2(programs: Iterable[Sequence[Access]], l2_bytes: int, concurrency
 
 
 class _DirtyLimit:
-    """The dirty tiles in the order they became dirty, and their bytes: past ``limit`` (None = no limit) the oldest
-    are written back and stay in the L2, clean (the simulators' :class:`_Entry` objects, shared with the cache)."""
+    """The dirty tiles in the order they became dirty, and their bytes: past the limit the oldest are written back
+    and stay in the L2, clean (the simulators' :class:`_Entry` objects, shared with the cache).
 
-    def __init__(self, limit):
+    The limit is ``limit`` bytes (None = no limit), or with ``mix = (c0, c1)`` ``limit × min(1, c0 + c1 × w)``,
+    where ``w`` is the write share of the L2's recent fills (:meth:`fill`: bytes read from DRAM, bytes newly made
+    dirty), averaged over the last ``window`` bytes filled: a launch that streams reads past its writes keeps fewer
+    of them dirty."""
+
+    def __init__(self, limit, mix: tuple | None = None, window: float = 1.0):
         self.limit = limit
+        self.cap = limit
+        self.mix = None if limit is None else mix
+        self.window = float(window)
+        self.write_share = None
         self.order: OrderedDict = OrderedDict()
         self.bytes = 0
+
+    def fill(self, nbytes: int, is_write: bool) -> None:
+        """``nbytes`` came into the L2 from DRAM (a read), or became dirty (a write): the write share moves."""
+        if self.mix is None:
+            return
+        x = 1.0 if is_write else 0.0
+        if self.write_share is None:
+            self.write_share = x
+        else:
+            self.write_share += (x - self.write_share) * min(1.0, nbytes / self.window)
+        c0, c1 = self.mix
+        self.limit = self.cap * min(1.0, c0 + c1 * self.write_share)
 
     def mark(self, key, entry) -> None:
         """``entry`` written: dirty from now on."""
         if not entry.dirty:
             entry.dirty = True
+            self.fill(entry.nbytes, True)
             if self.limit is not None:
                 self.order[key] = entry
                 self.bytes += entry.nbytes
@@ -224,7 +255,7 @@ class _DirtyLimit:
             self.bytes -= entry.nbytes
 
     def clean_excess(self) -> int:
-        """Write back the oldest dirty tiles while more than ``limit`` bytes are dirty: the bytes written."""
+        """Write back the oldest dirty tiles while more than the limit are dirty: the bytes written."""
         written = 0
         while self.limit is not None and self.bytes > self.limit and self.order:
             _, e = self.order.popitem(last=False)
@@ -259,13 +290,13 @@ def _resident(programs, concurrency: int):
 
 
 def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool, protected_fraction: float,
-                   cost: dict | None = None, dirty_limit: int | None = None):
+                   cost: dict | None = None, dirty: "_DirtyLimit | None" = None):
     """simulate_l2 with the segmented LRU: probation and protected segments of :class:`_Entry` (capacity = nbytes x
     the tile's cost, ``cost``: {key: per-byte cost}, 1 where absent)."""
     cost = cost or {}
     probation: OrderedDict = OrderedDict()
     protected: OrderedDict = OrderedDict()
-    dirty = _DirtyLimit(dirty_limit)
+    dirty = dirty or _DirtyLimit(None)
     cap_protected = protected_fraction * l2_bytes
     used = used_protected = 0
     res = L2Result()
@@ -287,6 +318,7 @@ def _simulate_slru(programs, l2_bytes: int, concurrency: int, flush_writes: bool
             used += c
             if not is_write:
                 res.dram_read_bytes += nbytes
+                dirty.fill(nbytes, False)
                 probation[key] = _Entry(nbytes, False, c)
             else:
                 entry = _Entry(nbytes, False, c)

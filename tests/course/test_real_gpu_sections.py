@@ -101,7 +101,7 @@ def test_per_launch_rows_answer_for_the_launch_and_say_none_for_one_tensor():
 def test_without_kernels_the_recorded_runs_are_shown(monkeypatch):
     monkeypatch.setattr(real_gpu, "missing", lambda extra: "torch and triton are not installed: pip install ...")
     b = real_gpu.by_launch("naive", quiet=True)
-    assert b.backend.startswith("ncu on NVIDIA H200") and [r[0] for r in b.rows][:1] == ["_scores_kernel"]
+    assert b.backend.startswith("ncu on NVIDIA H100") and [r[0] for r in b.rows][:1] == ["_scores_kernel"]
     assert all(r[2] is not None for r in b.rows)
     assert [r[0] for r in b.round_trips().rows] == ["S", "P"]
     m = real_gpu.kernel_memory(quiet=True)

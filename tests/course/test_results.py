@@ -31,7 +31,7 @@ def test_the_folder_holds_exactly_the_manifest():
 def test_load_result_accepts_the_suffix_and_names_the_choices():
     assert results.load_result("flash_decoding_h200.json") == results.load_result("flash_decoding_h200")
     with pytest.raises(FlashsimError, match="kernels_h200"):
-        results.load_result("kernels_h100")
+        results.load_result("kernels_b200")
     with pytest.raises(FlashsimError):
         results.load_result("manifest")
 

@@ -53,9 +53,9 @@ def test_l2_and_kernel_io_restate_no_fitted_value():
 def test_kernel_dram_settings_default_to_the_table_and_name_a_wrong_key():
     from flashsim.errors import FlashsimError
     s = kernel_io.L2Settings()
-    assert (s.l2_fraction, s.protected_fraction, s.tile_costs, s.dirty_fraction) == (
+    assert (s.l2_fraction, s.protected_fraction, s.tile_costs, s.dirty_fraction, s.dirty_mix) == (
         calibration.L2_SHARED_FRACTION, calibration.L2_PROTECTED_FRACTION, calibration.L2_TILE_COSTS,
-        calibration.L2_DIRTY_FRACTION)
+        calibration.L2_DIRTY_FRACTION, calibration.L2_DIRTY_MIX)
     args = ("flash_fwd", 1024, 64, 64, 64)
     assert kernel_io.kernel_dram(*args, settings=s)["total"] == kernel_io.kernel_dram(*args)["total"]
     assert kernel_io.kernel_dram(*args, settings=s._replace(flush_writes=True))["total"] == \

@@ -24,9 +24,9 @@ What runs where
 ---------------
 - No torch or triton (only ``flashsim[lab]`` installed, or macOS/Windows, where Triton does not ship): one line
   (:func:`flashsim.course.kit.optional.missing`) says what is missing and how to install it, and the result is
-  the measurement recorded by Nsight Compute on an NVIDIA H200 for the same kernel (:func:`recorded`, read from
-  the package's recorded results: ``load_result("kernels_h200")``), next to the simulator's prediction for that
-  recorded configuration.
+  the measurement Nsight Compute recorded on a GPU for the same kernel (:func:`recorded`, read from the package's
+  recorded results: ``load_result(RECORDED)``, whose metadata names the GPU and date), next to the simulator's
+  prediction for that recorded configuration.
 - No CUDA GPU: the kernel runs in the Triton interpreter and :func:`flashsim.measure.count_io` counts the bytes
   each masked load and store touches (exact: it should equal the simulator's prediction byte for byte). A one-line
   notice says so.
@@ -259,14 +259,14 @@ def measured_on(name: str) -> str:
 
 
 _VIEW_KEYS = ("n", "d", "block_m", "block_n", "causal", "dtype", "batch", "heads")
-RECORDED = "kernels_h200"  #: the recorded ncu sweep :func:`recorded` reads (flashsim/course/recorded/)
+RECORDED = "kernels_h100"  #: the recorded ncu sweep of the current kernels that :func:`recorded` reads
 
 
 def recorded(kernel_name: str, *, n: int | None = None, d: int | None = None, block_m: int | None = None,
              block_n: int | None = None, causal: bool = False, dtype: str = "fp16", notice: str = "") -> Comparison:
     """The measurement recorded on a GPU for ``kernel_name``, as a :class:`Comparison` (no torch or triton needed).
 
-    From the ncu sweep :data:`RECORDED` (``load_result("kernels_h200")["ncu_sweep"]``, set "sweep"): the run of
+    From the ncu sweep :data:`RECORDED` (``load_result(RECORDED)["ncu_sweep"]``, set "sweep"): the run of
     the same kernel nearest to the asked size (default: the full size of :data:`DEFAULT_SIZES`), preferring the
     same ``causal``, ``dtype`` and (where given) tile sizes. Measured: Nsight Compute's global load/store and DRAM bytes and the kernel
     time; simulated: the kernel view's L1 bytes for that configuration (what ncu's global load/store bytes count)
