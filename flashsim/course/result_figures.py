@@ -13,9 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from flashsim.course.kit.plotting import new_figure
+from flashsim.model.hardware import KiB, MiB
 
-KiB = 1024
-MiB = 1024 * 1024
 
 #: the dashboard latency targets: a slider's median and worst key press to changed pixels (ms)
 TARGET_MEDIAN_MS, TARGET_WORST_MS = 100.0, 250.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 from flashsim.course.kit.results import load_result, run_provenance
 from flashsim.errors import FlashsimError
 from flashsim.measure import criterion
+from flashsim.model.hardware import MiB
 from flashsim.model.table import Table
 
 __all__ = ["GLUON_LAUNCH_LABELS", "measured_io", "measured_io_table"]
@@ -19,8 +20,6 @@ __all__ = ["GLUON_LAUNCH_LABELS", "measured_io", "measured_io_table"]
 #: the kernels' launch names (what ncu reports) as the chapter names them
 GLUON_LAUNCH_LABELS = {"attn_fwd_sm90": "forward", "_gluon_bwd_prologue": "backward: prologue",
                        "attn_bwd_sm90": "backward: main", "_gluon_dq_epilogue": "backward: dQ epilogue"}
-
-MIB = 1 << 20
 
 
 def _config_label(c: dict) -> str:
@@ -73,7 +72,7 @@ def measured_io(results: dict | None = None) -> dict:
 def measured_io_table(results: dict | None = None) -> Table:
     """:func:`measured_io` as a table of MiB, predicted / measured, with the DRAM verdict per direction."""
     io = measured_io(results)
-    mib = lambda x: f"{x / MIB:.1f}"  # noqa: E731
+    mib = lambda x: f"{x / MiB:.1f}"  # noqa: E731
     rows = [[x["config"], x["launch"], f"{mib(x['requested_pred'])} / {mib(x['requested_meas'])}",
              "yes" if x["requested_equal"] else "no",
              f"{mib(x['read_pred'])} / {mib(x['read_meas'])}", _miss(x["read_pred"], x["read_meas"], x["read_ok"]),
