@@ -409,3 +409,21 @@ def test_chapter_14_is_a_lesson():
         assert stale not in prose.lower(), stale
     for stub in re.findall(r'raise NotImplementedError\("([^"]+)"\)', code):
         assert len(stub.split()) >= 5                                     # one sentence saying what to write
+
+
+@pytest.mark.parametrize("B,H,N,d,causal", [(4, 16, 4096, 128, False), (2, 32, 8192, 64, True), (1, 8, 2048, 64, False),
+                                            (2, 16, 3001, 128, True), (1, 8, 1000, 64, False)])
+def test_the_two_gluon_forward_byte_models_agree(B, H, N, d, causal):
+    """Chapter 14's table (kernel view + TMA boxes + the CTAs' extra Q and K_0) and flashsim.measure.gluon_io (the
+    boxes each CTA really copies) count the same TMA bytes; where N is ragged they differ only by the rows past the
+    tensor's end, which the chapter counts as copied (the box's zero fill) and the TMA unit does not fetch."""
+    from flashsim.course.ch14.tables import gluon_io
+    from flashsim.measure.gluon_io import forward_io
+    from flashsim.model.hardware import get_device
+    table = gluon_io(N, d, causal, B, H, "fp16", ctas=get_device("h200").num_sms)
+    (launch,) = forward_io(B, H, N, d, "fp16", causal, "h200", dram=False)
+    chapter = sum(table["box_bytes"].values()) + table["prefetch_bytes"]
+    if N % table["block_m"] == 0 and N % table["block_n"] == 0:
+        assert chapter == launch.tma_load_bytes
+    else:
+        assert 0 < chapter - launch.tma_load_bytes < 0.01 * launch.tma_load_bytes
