@@ -26,8 +26,8 @@ outputs (O and LSE; dK and dV) by ordinary stores, which they do. So each launch
   (:func:`row_vector_bytes`).
 - ``tma_load_bytes`` / ``tma_reduce_bytes``: the TMA boxes, each row inside the tensor once (rows past the
   tensor's end are not fetched; rows past a head's N belong to the next head and are).
-- ``dram_read_bytes`` / ``dram_write_bytes``: :func:`flashsim.model.l2.simulate_l2` with the fitted constants of
-  :func:`flashsim.model.kernel_io.kernel_dram` (none refitted), fed per CTA the tiles it really walks: the
+- ``dram_read_bytes`` / ``dram_write_bytes``: the L2 model as :func:`flashsim.model.kernel_io.kernel_dram` runs it
+  (:func:`flashsim.model.kernel_io.simulate_launch`, the calibrated constants, none refitted), fed per CTA the tiles it really walks: the
   forward's persistent CTAs with their tile lists (:func:`flashsim.kernels.gluon.fwd_tile_list`, the balanced
   lists of :func:`~flashsim.kernels.gluon.balanced_tile_lists`, heads in L2 sections), the backward's CTAs in
   launch order (key blocks inner, one CTA per SM), and the host passes around it (prologue, dQ epilogue) as the
@@ -46,8 +46,8 @@ import numpy as np
 from flashsim.errors import FlashsimError
 from flashsim.kernels import gluon as G
 from flashsim.model.hardware import get_device
-from flashsim.model.kernel_io import L2Settings
-from flashsim.model.l2 import Access, simulate_l2
+from flashsim.model.kernel_io import L2Settings, simulate_launch
+from flashsim.model.l2 import Access
 
 SECTOR = 32
 ELEMENT_BYTES = {"fp16": 2, "bf16": 2}
@@ -58,7 +58,7 @@ EPILOGUE_BLOCK = 4096
 HOST_THREADS, WARP_LANES = 128, 32
 #: the widest vector one thread loads or stores in one instruction (LDG.E.128 / STG.E.128)
 VECTOR_BYTES = 16
-#: the L2 model's settings for the Gluon launches (the calibrated model)
+#: the L2 model's settings for the Gluon launches (the calibrated model; flush_writes False: ncu's window)
 SETTINGS = L2Settings()
 
 
@@ -143,19 +143,8 @@ def _box_rows(row0, rows: int, total_rows: int):
 
 # --- the L2 model with the fitted constants -----------------------------------------------------------------------
 
-def _l2(programs, concurrency: int, hw, flush_writes: bool, settings: L2Settings | None = None):
-    """:func:`flashsim.model.l2.simulate_l2` under the kernel view's settings (:class:`L2Settings`, the calibrated
-    model unless ``settings`` says otherwise)."""
-    cfg = settings or L2Settings()
-    shared, private, written = cfg.tile_costs
-    dirty = None if cfg.dirty_fraction is None else int(hw.l2_bytes * cfg.dirty_fraction)
-    return simulate_l2(programs, max(1, int(hw.l2_bytes * cfg.l2_fraction)), concurrency,
-                       flush_writes=flush_writes, protected_fraction=cfg.protected_fraction, shared_cost=shared,
-                       private_cost=private, write_cost=written, dirty_limit=dirty, dirty_mix=cfg.dirty_mix)
-
-
 def _dram(io: LaunchIO, programs, concurrency: int, hw) -> LaunchIO:
-    r = _l2(programs, concurrency, hw, flush_writes=False, settings=SETTINGS)
+    r = simulate_launch(programs, concurrency, hw, SETTINGS)
     io.dram_read_bytes, io.dram_write_bytes = int(r.dram_read_bytes), int(r.dram_write_bytes)
     io.dram_write_flushed_bytes = int(r.dram_write_bytes + r.dirty_end_bytes)
     return io

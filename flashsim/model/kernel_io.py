@@ -680,6 +680,19 @@ class L2Settings(NamedTuple):
     flush_writes: bool = False
 
 
+def simulate_launch(programs, concurrency: int, hw, settings: L2Settings | None = None) -> L2Result:
+    """One launch's programs through :func:`flashsim.model.l2.simulate_l2` on GPU ``hw`` (a Hardware) under
+    ``settings`` (:class:`L2Settings`, the calibrated model by default): ``l2_bytes × l2_fraction`` of cache,
+    at most ``l2_bytes × dirty_fraction`` bytes dirty, ``concurrency`` programs resident. The kernel view's
+    launches (:func:`kernel_dram`) and the Gluon kernels' (:mod:`flashsim.measure.gluon_io`) go through it."""
+    cfg = settings or L2Settings()
+    shared, private, written = cfg.tile_costs
+    dirty_limit = None if cfg.dirty_fraction is None else int(hw.l2_bytes * cfg.dirty_fraction)
+    return simulate_l2(programs, max(1, int(hw.l2_bytes * cfg.l2_fraction)), concurrency,
+                       flush_writes=cfg.flush_writes, protected_fraction=cfg.protected_fraction, shared_cost=shared,
+                       private_cost=private, write_cost=written, dirty_limit=dirty_limit, dirty_mix=cfg.dirty_mix)
+
+
 def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal: bool = False, dtype="fp16",
                 batch: int = 1, heads: int = 1, block_k: int = 32, hardware="h200",
                 settings: L2Settings | None = None, **changes) -> dict:
@@ -701,14 +714,9 @@ def kernel_dram(kernel: str, n: int, d: int, block_m: int, block_n: int, causal:
     hw = get_device(hardware)
     res = {}
     total = L2Result()
-    cap = max(1, int(hw.l2_bytes * cfg.l2_fraction))
-    dirty_limit = None if cfg.dirty_fraction is None else int(hw.l2_bytes * cfg.dirty_fraction)
-    shared, private, written = cfg.tile_costs
     for name, progs in kernel_trace(kernel, n, d, block_m, block_n, causal, dtype, batch, heads, block_k):
         per_sm = launch_programs_per_sm(name) if cfg.programs_per_sm is None else cfg.programs_per_sm
-        r = simulate_l2(progs, cap, hw.num_sms * per_sm, flush_writes=cfg.flush_writes,
-                        protected_fraction=cfg.protected_fraction, shared_cost=shared, private_cost=private,
-                        write_cost=written, dirty_limit=dirty_limit, dirty_mix=cfg.dirty_mix)
+        r = simulate_launch(progs, hw.num_sms * per_sm, hw, cfg)
         res[name] = r
         total = total + r
     res["total"] = total
