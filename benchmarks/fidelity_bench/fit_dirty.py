@@ -22,12 +22,12 @@ from concurrent.futures import ProcessPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
+from benchmarks.fidelity_bench.configs import runner_args  # noqa: E402
 from flashsim.model.kernel_io import kernel_dram  # noqa: E402
 
 MIB = 1 << 20
 FILES = ("fidelity_h200_2026-12-03_recompare.json", "fidelity_h200_2026-12-03_recompare_7.json",
          "fidelity_h200_2026-12-03_new7.json")
-ARGS = ("kernel", "n", "d", "block_m", "block_n", "causal", "dtype", "batch", "heads")
 
 
 def residues(min_store_mib: float) -> list:
@@ -44,7 +44,7 @@ def residues(min_store_mib: float) -> list:
 
 def _dirty_end(job) -> tuple:
     cfg, mix = job
-    res = kernel_dram(*(cfg[k] for k in ARGS), dirty_mix=mix)
+    res = kernel_dram(**runner_args(cfg), dirty_mix=mix)
     return {name: r.dirty_end_bytes for name, r in res.items() if name != "total"}
 
 
