@@ -118,7 +118,7 @@ BWD_CONFIGS = {
 }
 
 #: what :func:`gluon_backward` takes for an option a configuration leaves out
-BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, DQ_WARP=False, MAXNREG=168)
+BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168)
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
 #: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
@@ -127,12 +127,11 @@ L2_SECTION_BYTES = 20 * 2 ** 20
 
 
 def bwd_smem_bytes(d: int, element_bytes: int, BLOCK_M: int, STAGES: int, DQ_TMA: bool = True,
-                   LSE_SMEM: bool = False, DQ_WARP: bool = False, **_) -> int:
+                   LSE_SMEM: bool = False, **_) -> int:
     """Shared memory of one backward CTA: K and V (128 x d each), the Q/dO ring, the dS tile (128 x BLOCK_M), with
-    DQ_TMA the fp32 dQ tile (BLOCK_M x d) that the TMA reduce-add reads (DQ_WARP: two), and with LSE_SMEM the ring's fp32 L and
+    DQ_TMA the fp32 dQ tile (BLOCK_M x d) that the TMA reduce-add reads, and with LSE_SMEM the ring's fp32 L and
     delta slots (BLOCK_M each per slot)."""
-    dq_tiles = 2 if DQ_WARP else 1 if DQ_TMA else 0
-    return (element_bytes * (2 * 128 * d + 2 * STAGES * BLOCK_M * d + 128 * BLOCK_M) + 4 * BLOCK_M * d * dq_tiles
+    return (element_bytes * (2 * 128 * d + 2 * STAGES * BLOCK_M * d + 128 * BLOCK_M) + (4 * BLOCK_M * d if DQ_TMA else 0)
             + (2 * 4 * STAGES * BLOCK_M if LSE_SMEM else 0))
 
 
@@ -478,10 +477,7 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
 
     B, H, N, d = q.shape
     block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])
-    dq_tma, pipe, reverse, lse_smem, dq_warp = (bool(cfg[k]) for k in ("DQ_TMA", "PIPE", "REVERSE", "LSE_SMEM",
-                                                                        "DQ_WARP"))
-    if dq_warp and (pipe or not dq_tma):
-        raise ValueError("DQ_WARP hands dQ to a warp that adds it by TMA: it needs DQ_TMA and no PIPE")
+    dq_tma, pipe, reverse, lse_smem = (bool(cfg[k]) for k in ("DQ_TMA", "PIPE", "REVERSE", "LSE_SMEM"))
     q2, k2, v2, do2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v, do))
     n_lse = lse_rows.shape[-1]
     if not lse_smem and n_lse != N:
@@ -514,8 +510,7 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
                                      lse_rows, delta_rows, scale * LOG2E, scale, N, n_lse, n_kblk,
                                      CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
                                      DQ_WN=1 if block_m == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe,
-                                     REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem, DQ_WARP=dq_warp,
-                                     num_warps=8,
+                                     REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem, num_warps=8,
                                      maxnreg=cfg["MAXNREG"])
     return dk, dv
 

@@ -136,14 +136,11 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
               dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
               CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-              ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False,
-              dq_bars=None, DQ_WARP: gl.constexpr = False):
+              ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
     """One query block i against the CTA's keys. ISSUED: its Sᵀ and dPᵀ were issued by the step before (else it
     issues them here); NEXT: issue those of block i+1 before waiting for this block's dQ (so the tensor cores stay
     busy while dQ goes out) and return their tokens. ``lse_src``, ``delta_src``: L and delta as pointers to rows of
-    N fp32, or (LSE_SMEM) as the ring's shared-memory slots the producer filled. DQ_WARP: dQ is issued before dK,
-    copied to its half of the double-buffered ``dq_smem`` while dK runs, and handed to the dQ warp through
-    ``dq_bars`` = (full, empty), which issues the reduce-add."""
+    N fp32, or (LSE_SMEM) as the ring's shared-memory slots the producer filled."""
     dtype: gl.constexpr = q_bufs.dtype
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1],
                                                        instr_shape=[16, BLOCK_M, 16])
@@ -189,72 +186,45 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         delta = delta_src.index(s).load(gl.SliceLayout(0, s_layout))
     dsT = (pT * (dpT - gl.expand_dims(delta, 0))).to(dtype)
     dsT_op = gl.convert_layout(dsT, op_layout)
-    if DQ_WARP:
-        # one barrier per block: dS double-buffered (block c writes buffer c % 2 while a slower warpgroup may still
-        # read the other in block c - 1's dQ), and block c - 1's slot and dQ are handed on after block c's barrier
-        b = c % 2
-        ds_b = ds_smem.index(b)
-        if DS_TRANS:
-            ds_b.store(dsT)                          # (BLOCK_N, BLOCK_M); dQ reads it transposed
-        else:
-            ds_b.store(gl.permute(dsT, (1, 0)))      # (BLOCK_M, BLOCK_N)
-        fence_async_shared()
-        _sync()                                      # dS of every warp; every warp done with block c - 1
-        dq_full, dq_empty = dq_bars
-        mbarrier.arrive(empty.index((c + STAGES - 1) % STAGES), pred=c > 0)   # block c - 1's slot is read
-        mbarrier.arrive(dq_full.index((c + 1) % 2), pred=c > 0)             # block c - 1's dQ is in its buffer
-        if DS_TRANS:
-            dq = warpgroup_mma(ds_b.permute((1, 0)), k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
-                               use_acc=False, is_async=True)
-        else:
-            dq = warpgroup_mma(ds_b, k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
-                               use_acc=False, is_async=True)
-        dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
-        # all three done (waiting for dQ alone, wait(1), with dK in flight crashes ptxas on triton 3.6's PTX)
-        dv, dq, pT16, dk, dsT_op = warpgroup_mma_wait(0, deps=(dv, dq, pT16, dk, dsT_op))
-        mbarrier.wait(dq_empty.index(b), ((c // 2) & 1) ^ 1)     # the dQ warp has read this buffer (block c - 2)
-        dq_smem.index(b).store(dq)
-        fence_async_shared()
+    dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
+    if DQ_TMA:
+        tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
+    if DS_TRANS:
+        ds_smem.store(dsT)                           # (BLOCK_N, BLOCK_M); dQ reads it transposed
     else:
-        dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
-        if DQ_TMA:
-            tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
-        if DS_TRANS:
-            ds_smem.store(dsT)                           # (BLOCK_N, BLOCK_M); dQ reads it transposed
-        else:
-            ds_smem.store(gl.permute(dsT, (1, 0)))       # (BLOCK_M, BLOCK_N)
+        ds_smem.store(gl.permute(dsT, (1, 0)))       # (BLOCK_M, BLOCK_N)
+    fence_async_shared()
+    _sync()                                          # every warp's part of dS is in shared memory
+    if DS_TRANS:
+        dq = warpgroup_mma(ds_smem.permute((1, 0)), k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
+                           use_acc=False, is_async=True)
+    else:
+        dq = warpgroup_mma(ds_smem, k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
+                           use_acc=False, is_async=True)
+    if NEXT:
+        c1 = c + 1
+        s1 = c1 % STAGES
+        mbarrier.wait(ready.index(s1), (c1 // STAGES) & 1)
+        sT, dpT = _issue_s_dp(k_smem, v_smem, q_bufs.index(s1), do_bufs.index(s1), s_layout, BLOCK_M, BLOCK_N)
+        dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(2, deps=(dv, dk, dq, pT16, dsT_op))
+    else:
+        dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
+    if DQ_TMA:
+        dq_smem.store(dq)
         fence_async_shared()
-        _sync()                                          # every warp's part of dS is in shared memory
-        if DS_TRANS:
-            dq = warpgroup_mma(ds_smem.permute((1, 0)), k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
-                               use_acc=False, is_async=True)
-        else:
-            dq = warpgroup_mma(ds_smem, k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
-                               use_acc=False, is_async=True)
-        if NEXT:
-            c1 = c + 1
-            s1 = c1 % STAGES
-            mbarrier.wait(ready.index(s1), (c1 // STAGES) & 1)
-            sT, dpT = _issue_s_dp(k_smem, v_smem, q_bufs.index(s1), do_bufs.index(s1), s_layout, BLOCK_M, BLOCK_N)
-            dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(2, deps=(dv, dk, dq, pT16, dsT_op))
-        else:
-            dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
-        if DQ_TMA:
-            dq_smem.store(dq)
-            fence_async_shared()
-            _sync()                                      # dQ is in shared memory; the slot and dS are read
-            mbarrier.arrive(empty.index(s))
-            # TMA reduce: adds BLOCK_M*d fp32 into dQ per (query block, K/V block) pair (rows past N add zeros)
-            _tma_add(dq_desc, [bh * N + m0, 0], dq_smem)
-        else:
-            _sync()                                      # every warpgroup is done reading the slot and dS
-            mbarrier.arrive(empty.index(s))
-            rows_dq = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, dq_layout))
-            cols_dq = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, dq_layout))
-            dq_off = gl.expand_dims((bh * N + rows_dq).to(gl.int64) * HEAD_D, 1) + gl.expand_dims(cols_dq, 0)
-            dq_mask = gl.expand_dims(rows_dq < N, 1) & gl.expand_dims(cols_dq < HEAD_D, 0)
-            # adds into dQ (fp32): BLOCK_M*d atomics per (query block, K/V block) pair (rows past N dropped)
-            gl.atomic_add(dq_ptr + dq_off, dq, mask=dq_mask, sem="relaxed")
+        _sync()                                      # dQ is in shared memory; the slot and dS are read
+        mbarrier.arrive(empty.index(s))
+        # TMA reduce: adds BLOCK_M*d fp32 into dQ per (query block, K/V block) pair (rows past N add zeros)
+        _tma_add(dq_desc, [bh * N + m0, 0], dq_smem)
+    else:
+        _sync()                                      # every warpgroup is done reading the slot and dS
+        mbarrier.arrive(empty.index(s))
+        rows_dq = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, dq_layout))
+        cols_dq = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, dq_layout))
+        dq_off = gl.expand_dims((bh * N + rows_dq).to(gl.int64) * HEAD_D, 1) + gl.expand_dims(cols_dq, 0)
+        dq_mask = gl.expand_dims(rows_dq < N, 1) & gl.expand_dims(cols_dq < HEAD_D, 0)
+        # adds into dQ (fp32): BLOCK_M*d atomics per (query block, K/V block) pair (rows past N dropped)
+        gl.atomic_add(dq_ptr + dq_off, dq, mask=dq_mask, sem="relaxed")
     if NEXT:
         return dk, dv, sT, dpT
     else:
@@ -266,11 +236,9 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
                  dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
                  CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                  STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr, dq_bars=None,
-                 DQ_WARP: gl.constexpr = False):
+                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr):
     """Two warpgroups, 64 keys each (wgmma layouts with 8 warps along the 128 keys): dK, dV in registers for the
-    whole CTA; PIPE: Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added; DQ_WARP: the dQ
-    partials go to the dQ warp (:func:`_bwd_dq_writer`), which adds them."""
+    whole CTA; PIPE: Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added."""
     dtype: gl.constexpr = q_bufs.dtype
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1],
                                                        instr_shape=[16, BLOCK_M, 16])
@@ -299,11 +267,8 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
             dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                                ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM, dq_bars, DQ_WARP)
-    if DQ_WARP:
-        _sync()                                      # the last block's dQ is in its buffer
-        mbarrier.arrive(dq_bars[0].index((hi - lo + 1) % 2), pred=hi > lo)
-    elif DQ_TMA:
+                               LSE_SMEM)
+    if DQ_TMA:
         tma.store_wait(0)                            # the last dQ add has read dq_smem before the CTA exits
 
     rows = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, kv_layout))
@@ -316,32 +281,12 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
     gl.store(dv_ptr + off, dv.to(dtype), mask=mask)
 
 
-@gluon.jit
-def _bwd_dq_writer(dq_desc, dq_smem, dq_bars, N, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
-                   BLOCK_N: gl.constexpr, REVERSE: gl.constexpr):
-    """The dQ warp (DQ_WARP): for each query block the compute warps hand over (``dq_bars`` = (full, empty), one
-    pair per buffer of the double-buffered ``dq_smem``), add the fp32 partial into dQ by a TMA reduce and give the
-    buffer back once the copy engine has read it. The compute warps never wait for the reduce, only, two blocks
-    later, for its read."""
-    nblk, bh = _cta_coords(gl.program_id(0), n_kblk)
-    lo, hi = _m_range(nblk, N, CAUSAL, BLOCK_M, BLOCK_N)
-    dq_full, dq_empty = dq_bars
-    for c in range(0, hi - lo):
-        i = _m_block(c, lo, hi, REVERSE)
-        b = c % 2
-        mbarrier.wait(dq_full.index(b), (c // 2) & 1)
-        # TMA reduce: adds BLOCK_M*d fp32 into dQ per (query block, K/V block) pair (rows past N add zeros)
-        _tma_add(dq_desc, [bh * N + i * BLOCK_M, 0], dq_smem.index(b))
-        tma.store_wait(0)                            # the copy engine has read the buffer
-        mbarrier.arrive(dq_empty.index(b))
-
-
 @gluon.jit(do_not_specialize=["N", "N_LSE", "n_kblk"])
 def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr,
                   delta_ptr, qk_scale, sm_scale, N, N_LSE, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                   BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, DQ_WN: gl.constexpr,
                   DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr, PIPE: gl.constexpr, REVERSE: gl.constexpr,
-                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False, DQ_WARP: gl.constexpr = False):
+                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
     """Allocate K, V, the Q/dO ring (LSE_SMEM: with L and delta slots), the dS tile, the dQ tile and the mbarriers,
     then fork into producer and compute. The two compute warpgroups are one 8-warp partition sharing one dS tile.
     LSE_SMEM: L and delta come through the ring with Q and dO (TMA), so the compute warps read them from shared
@@ -359,18 +304,11 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
     else:
         lse_src = lse_ptr
         delta_src = delta_ptr
-    if DQ_WARP:                                      # two dS tiles
-        if DS_TRANS:
-            ds_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, BLOCK_M], DS_LAYOUT)
-        else:
-            ds_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, BLOCK_N], DS_LAYOUT)
-    elif DS_TRANS:
+    if DS_TRANS:
         ds_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, BLOCK_M], DS_LAYOUT)
     else:
         ds_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_N], DS_LAYOUT)
-    if DQ_WARP:
-        dq_smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK_M, HEAD_D], dq_desc.layout)   # two dQ partials
-    elif DQ_TMA:
+    if DQ_TMA:
         dq_smem = gl.allocate_shared_memory(gl.float32, [BLOCK_M, HEAD_D], dq_desc.layout)   # dQ partial, fp32
     else:
         dq_smem = ds_smem                            # unused: dQ goes out by pointer atomics
@@ -381,31 +319,12 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)       # completed by the TMA byte count
         mbarrier.init(empty.index(i), count=1)       # the compute partition, after a barrier over its warps
-    if DQ_WARP:
-        dq_full = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-        dq_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(2):
-            mbarrier.init(dq_full.index(i), count=1)     # the compute partition, after a barrier over its warps
-            mbarrier.init(dq_empty.index(i), count=1)    # the dQ warp, once the reduce has read the buffer
-        fence_async_shared()
-        gl.warp_specialize([
-            (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
-                            dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
-                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE,
-                            LSE_SMEM, (dq_full, dq_empty), DQ_WARP)),
-            (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
-                             lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
-                             STAGES, REVERSE, LSE_SMEM)),
-            (_bwd_dq_writer, (dq_desc, dq_smem, (dq_full, dq_empty), N, n_kblk, CAUSAL, BLOCK_M, BLOCK_N, REVERSE)),
-        ], [1, 1], [24, 24])
-    else:
-        fence_async_shared()
-        gl.warp_specialize([
-            (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
-                            dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
-                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE,
-                            LSE_SMEM)),
-            (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
-                             lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
-                             STAGES, REVERSE, LSE_SMEM)),
-        ], [1], [24])
+    fence_async_shared()
+    gl.warp_specialize([
+        (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
+                        dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
+                        CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM)),
+        (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
+                         lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
+                         STAGES, REVERSE, LSE_SMEM)),
+    ], [1], [24])
