@@ -20,7 +20,7 @@ def test_every_launch_is_read_with_its_label_from_the_run_itself():
     raw = load_result("gluon_io_h100")
     io = MI.measured_io()
     info = raw["info"]
-    assert io["label"] == f"measured on {info['gpu']}, {info['date_utc'][:10]}"
+    assert io["label"] == f"measured on an {info['gpu']}, {info['date_utc'][:10]}"
     launches = [L for r in raw["rows"] for L in r.get("launches", [])]
     assert len(io["rows"]) == len(launches) == 20
     assert [x["launch"] for x in io["rows"][:6]] == ["forward"] * 5 + ["backward: prologue"]

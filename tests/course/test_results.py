@@ -72,3 +72,16 @@ def test_chapters_06_10_12_have_what_a_lab_only_install_shows():
     assert speed["speed"] and speed["block_sweep"]["points"]
     grade = results.load_result("grade_final_h200")
     assert grade["kernels"]["solution"]["passed"] and grade["interpreter"]["solution"]["passed"]
+
+
+def test_provenance_label_says_where_and_when_in_one_form():
+    from flashsim.course.kit.results import measured_on_label, provenance_label
+    one = {"versions": {"gpu": "NVIDIA H100 80GB HBM3", "date_utc": "2026-12-06 04:57:34"}}
+    assert provenance_label(one) == "NVIDIA H100 80GB HBM3, 2026-12-06"
+    assert measured_on_label(one) == "measured on an NVIDIA H100 80GB HBM3, 2026-12-06"
+    two = {"info": {"gpus": ["NVIDIA H200", "NVIDIA H200"], "date_utc": "2026-11-29"}}
+    assert provenance_label(two) == "2 × NVIDIA H200, 2026-11-29"
+    assert measured_on_label(two) == "measured on 2 × NVIDIA H200, 2026-11-29"
+    cpu = {"machine": {"cpu": "AMD EPYC 9454"}, "date": "2026-11-29"}
+    assert provenance_label(cpu) == "AMD EPYC 9454, 2026-11-29"
+    assert provenance_label({}) == "a GPU"

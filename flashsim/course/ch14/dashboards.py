@@ -19,8 +19,9 @@ from flashsim.course.ch14.figures import GluonSpeedPlot, PipelinePlot, ScheduleP
 from flashsim.course.ch14.measured_io import measured_io, measured_io_table
 from flashsim.course.ch14.ring import pipeline_timeline
 from flashsim.course.ch14.runs import (DTYPES, GLUON_KERNEL_LABELS, GLUON_KERNELS, gluon_rows, load_gluon,
-                                       recorded_on, speed_ratio, tuning_summary)
+                                       speed_ratio, tuning_summary)
 from flashsim.course.ch14.schedule import RULES, deal, tile_costs
+from flashsim.course.kit.results import measured_on_label
 from flashsim.course.ch14.tables import (gluon_headline, gluon_headline_text, gluon_io, gluon_io_table,
                                          ring_protocol_table, span, speed_vs_cudnn)
 from flashsim.course.kit.dashboard import Dashboard, choice, slider, toggle
@@ -170,7 +171,7 @@ class GluonSpeedDashboard(Dashboard):
         rows = self.current
         series = {GLUON_KERNEL_LABELS[k]: [r["tflops"][k] for r in rows] for k in GLUON_KERNELS}
         return {"ns": [r["n"] for r in rows], "series": series,
-                "title": f"measured on {recorded_on(self.results)}: forward, {self.dtype}, d={self.d}, "
+                "title": f"{measured_on_label(self.results)}: forward, {self.dtype}, d={self.d}, "
                          f"{'causal' if self.causal else 'non-causal'}, B·N = {rows[0]['batch'] * rows[0]['n']:,}"
                          if rows else "no rows"}
 

@@ -10,19 +10,13 @@ with FA4's column).
 from __future__ import annotations
 
 from flashsim.course.kit.plotting import new_figure
-from flashsim.course.kit.results import load_result, run_provenance
+from flashsim.course.kit.results import load_result, provenance_label
 
 __all__ = ["fa4_comparison", "fa4_summary_text", "plot_fa4_comparison"]
 
 #: the three kernels of the figure: the run's key -> the label a learner reads
 FA4_KERNELS = {"ours": "course (fastest)", "cudnn": "cuDNN (SDPA)", "fa4": "FlashAttention-4"}
 _COLORS = {"ours": "#d62728", "cudnn": "#7f7f7f", "fa4": "#1f77b4"}
-
-
-def _label(run: dict) -> str:
-    """"<GPU>, <date>" from the run's own metadata."""
-    gpu, date = run_provenance(run)
-    return f"{gpu or 'a GPU'}, {date}".rstrip(", ")
 
 
 def fa4_comparison(run: dict | None = None) -> dict:
@@ -45,7 +39,7 @@ def fa4_comparison(run: dict | None = None) -> dict:
                      "correct": bool(check.get("pass")) and bool(check.get("fa4", {}).get("ok"))})
     if not rows:
         return {}
-    return {"label": _label(run), "rounds": run.get("rounds"), "rows": rows}
+    return {"label": provenance_label(run), "rounds": run.get("rounds"), "rows": rows}
 
 
 def fa4_summary_text(cmp: dict | None = None) -> str:

@@ -9,7 +9,7 @@ as Nsight Compute measured it and as :mod:`flashsim.measure.gluon_io` predicts i
 """
 from __future__ import annotations
 
-from flashsim.course.kit.results import load_result, run_provenance
+from flashsim.course.kit.results import load_result, measured_on_label
 from flashsim.errors import FlashsimError
 from flashsim.measure import criterion
 from flashsim.model.hardware import MiB
@@ -40,8 +40,7 @@ def measured_io(results: dict | None = None) -> dict:
     if not isinstance(results, dict) or not results.get("rows"):
         raise FlashsimError("measured_io: not a Gluon IO comparison (no 'rows'): pass the output of "
                             "benchmarks/gluon_io/report.py, or nothing for the recorded run")
-    gpu, date = run_provenance(results)
-    label = f"measured on {gpu or 'a GPU'}, {date or 'undated'}"
+    label = measured_on_label(results)
     rows = []
     for r in results["rows"]:
         c = r["config"]

@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 
 from flashsim.course.kit.optional import missing
-from flashsim.course.kit.results import load_result, recorded_names, result_source
+from flashsim.course.kit.results import load_result, provenance_label, recorded_names, result_source
 from flashsim.kernels.gluon import forward_config     # configuration rules only: nothing heavy
 
 __all__ = ["TUNING_KERNELS", "TUNING_KERNEL_LABELS", "config_label", "load_tuning", "tuned_configs",
@@ -337,9 +337,9 @@ def speed_ratio(r: dict, a: str, b: str) -> float | None:
 
 def recorded_on(results: dict | None = None) -> str:
     """"<GPU>, <date>" of a run as :func:`load_gluon` reads it (default: the recorded forward run), from the run's
-    own metadata (``versions.gpu`` and ``date_utc``): what a figure of its numbers is labelled with."""
+    own metadata (:func:`flashsim.course.kit.results.provenance_label`): what a figure of its numbers is labelled
+    with."""
     results = load_gluon() if results is None else results
     if not results:
         return "no run"
-    date = str(results.get("date") or "")[:10]
-    return f"{results.get('device') or 'a GPU'}, {date}" if date else str(results.get("device") or "a GPU")
+    return provenance_label(results)

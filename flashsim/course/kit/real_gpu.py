@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 from flashsim.course import Table, pick
 from flashsim.course.kit.optional import missing
-from flashsim.course.kit.results import load_result, result_source, run_provenance
+from flashsim.course.kit.results import load_result, measured_on_label, result_source
 from flashsim.errors import FlashsimError
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.kernel_io import kernel_io
@@ -243,19 +243,10 @@ NCU_NOTICE = ("Measured on this GPU with Nsight Compute (ncu) counters, launch b
 
 
 def measured_on(name: str) -> str:
-    """"measured on <GPU>, <date>": the GPU (or machine) and the date a recorded result names in its own metadata
-    (:func:`flashsim.course.kit.results.run_provenance`; several GPUs as "<count> × <GPU>").
-    What a chapter prints next to a recorded number, so that the number says where and when it was measured."""
-    data = load_result(name)
-    versions = next((data[k] for k in ("versions", "info") if isinstance(data.get(k), dict)), {})
-    gpus = versions.get("gpus") or []
-    gpu, date = run_provenance(data)
-    if not gpu:
-        machine = data.get("machine")
-        gpu = (machine.get("cpu") or machine.get("processor")) if isinstance(machine, dict) else machine
-    where = (f"{len(gpus)} × {gpus[0]}" if len(gpus) > 1 else f"an {gpu}" if str(gpu).startswith("NVIDIA")
-             else str(gpu or "a GPU"))
-    return f"measured on {where}" + (f", {date}" if date else "")
+    """"measured on <GPU>, <date>": where and when a recorded result says it was measured, in its own metadata
+    (:func:`flashsim.course.kit.results.measured_on_label`). What a chapter prints next to a recorded number, so that
+    the number says where and when it was measured."""
+    return measured_on_label(load_result(name))
 
 
 _VIEW_KEYS = ("n", "d", "block_m", "block_n", "causal", "dtype", "batch", "heads")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from flashsim.errors import FlashsimError
 
-__all__ = ["load_result", "run_provenance", "recorded_names", "result_source", "drift", "sync", "main"]
+__all__ = ["load_result", "run_provenance", "provenance_label", "measured_on_label", "recorded_names", "result_source", "drift", "sync", "main"]
 
 _MANIFEST = "manifest.json"
 
@@ -80,6 +80,27 @@ def run_provenance(data: dict) -> tuple:
         gpu = gpu.get("device")
     date = str(meta.get("date_utc") or data.get("date_utc") or data.get("date") or "")[:10]
     return gpu, date
+
+
+def provenance_label(data: dict) -> str:
+    """"<GPU>, <date>" of a recorded run, from :func:`run_provenance`: several GPUs as "<count> × <GPU>", a run
+    with no GPU by its machine's processor, "a GPU" and no date where the run does not say. The one label of where
+    and when a run's numbers were measured (figure titles, tables, :func:`flashsim.course.kit.real_gpu.measured_on`)."""
+    gpu, date = run_provenance(data)
+    meta = next((data[k] for k in ("versions", "info") if isinstance(data.get(k), dict)), {})
+    gpus = meta.get("gpus") or []
+    if not gpu:
+        machine = data.get("machine")
+        gpu = (machine.get("cpu") or machine.get("processor")) if isinstance(machine, dict) else machine
+    where = f"{len(gpus)} × {gpus[0]}" if len(gpus) > 1 else str(gpu or "a GPU")
+    return f"{where}, {date}" if date else where
+
+
+def measured_on_label(data: dict) -> str:
+    """"measured on <GPU>, <date>" (with "an" before a GPU's name), from :func:`provenance_label`: the sentence form
+    a chapter prints next to a recorded number."""
+    label = provenance_label(data)
+    return f"measured on {'an ' if label.startswith('NVIDIA') else ''}{label}"
 
 
 def _checkout(root) -> tuple[Path, Path]:
