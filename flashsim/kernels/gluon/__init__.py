@@ -118,7 +118,7 @@ BWD_CONFIGS = {
 }
 
 #: what :func:`gluon_backward` takes for an option a configuration leaves out
-BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, NB=False, MAXNREG=168)
+BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168)
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
 #: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
@@ -477,9 +477,7 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
 
     B, H, N, d = q.shape
     block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])
-    dq_tma, pipe, reverse, lse_smem, nb = (bool(cfg[k]) for k in ("DQ_TMA", "PIPE", "REVERSE", "LSE_SMEM", "NB"))
-    if nb and (pipe or not dq_tma):
-        raise ValueError("NB hands dQ to a warp that adds it by TMA: it needs DQ_TMA and no PIPE")
+    dq_tma, pipe, reverse, lse_smem = (bool(cfg[k]) for k in ("DQ_TMA", "PIPE", "REVERSE", "LSE_SMEM"))
     q2, k2, v2, do2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v, do))
     n_lse = lse_rows.shape[-1]
     if not lse_smem and n_lse != N:
@@ -512,7 +510,7 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
                                      lse_rows, delta_rows, scale * LOG2E, scale, N, n_lse, n_kblk,
                                      CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
                                      DQ_WN=1 if block_m == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe,
-                                     REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem, NB=nb, num_warps=8,
+                                     REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem, num_warps=8,
                                      maxnreg=cfg["MAXNREG"])
     return dk, dv
 

@@ -56,27 +56,6 @@ def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
 #: the TMA reduce-add of an fp32 tile from shared memory into global memory
 _tma_add = tma.async_atomic_add if hasattr(tma, "async_atomic_add") else _tma_reduce_add
 
-#: named barriers of the NB hand-off (ids 0 and 1 are Triton's own): + warpgroup index, 128 compute threads and the
-#: 32 of the dQ warp each: FULL, a warpgroup's part of dQ is in shared memory; EMPTY, the dQ warp has read it
-_NB_FULL = gl.constexpr(8)
-_NB_EMPTY = gl.constexpr(10)
-_NB_THREADS = gl.constexpr(160)
-
-
-@gluon.jit
-def _bar_arrive(ids):
-    """``bar.arrive id, 160`` by every thread, id its element of ``ids`` (one int32 per thread): counts the thread
-    at that named barrier without waiting."""
-    gl.inline_asm_elementwise("mov.u32 $0, 0; bar.arrive $1, 160;", "=r,r", [ids], dtype=gl.int32, is_pure=False,
-                              pack=1)
-
-
-@gluon.jit
-def _bar_sync(ids):
-    """``bar.sync id, 160`` by every thread: waits until 160 threads have arrived at that named barrier."""
-    gl.inline_asm_elementwise("mov.u32 $0, 0; bar.sync $1, 160;", "=r,r", [ids], dtype=gl.int32, is_pure=False,
-                              pack=1)
-
 
 @gluon.jit
 def _m_range(nblk, N, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
@@ -157,7 +136,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
               dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
               CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-              ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False, NB: gl.constexpr = False):
+              ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
     """One query block i against the CTA's keys. ISSUED: its Sᵀ and dPᵀ were issued by the step before (else it
     issues them here); NEXT: issue those of block i+1 before waiting for this block's dQ (so the tensor cores stay
     busy while dQ goes out) and return their tokens. ``lse_src``, ``delta_src``: L and delta as pointers to rows of
@@ -207,70 +186,45 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         delta = delta_src.index(s).load(gl.SliceLayout(0, s_layout))
     dsT = (pT * (dpT - gl.expand_dims(delta, 0))).to(dtype)
     dsT_op = gl.convert_layout(dsT, op_layout)
-    if NB:
-        # dS double-buffered (a warpgroup may write block c's while the other still reads block c - 1's); dQ handed
-        # to the dQ warp through named barriers per warpgroup, so the warpgroups do not wait for each other there
-        dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
-        ds_b = ds_smem.index(c % 2)
-        if DS_TRANS:
-            ds_b.store(dsT)                          # (BLOCK_N, BLOCK_M); dQ reads it transposed
-        else:
-            ds_b.store(gl.permute(dsT, (1, 0)))      # (BLOCK_M, BLOCK_N)
-        fence_async_shared()
-        _sync()                                      # every warp's part of dS is in shared memory
-        if DS_TRANS:
-            dq = warpgroup_mma(ds_b.permute((1, 0)), k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
-                               use_acc=False, is_async=True)
-        else:
-            dq = warpgroup_mma(ds_b, k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
-                               use_acc=False, is_async=True)
+    dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
+    if DQ_TMA:
+        tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
+    if DS_TRANS:
+        ds_smem.store(dsT)                           # (BLOCK_N, BLOCK_M); dQ reads it transposed
+    else:
+        ds_smem.store(gl.permute(dsT, (1, 0)))       # (BLOCK_M, BLOCK_N)
+    fence_async_shared()
+    _sync()                                          # every warp's part of dS is in shared memory
+    if DS_TRANS:
+        dq = warpgroup_mma(ds_smem.permute((1, 0)), k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
+                           use_acc=False, is_async=True)
+    else:
+        dq = warpgroup_mma(ds_smem, k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
+                           use_acc=False, is_async=True)
+    if NEXT:
+        c1 = c + 1
+        s1 = c1 % STAGES
+        mbarrier.wait(ready.index(s1), (c1 // STAGES) & 1)
+        sT, dpT = _issue_s_dp(k_smem, v_smem, q_bufs.index(s1), do_bufs.index(s1), s_layout, BLOCK_M, BLOCK_N)
+        dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(2, deps=(dv, dk, dq, pT16, dsT_op))
+    else:
         dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
-        wg_ids = gl.arange(0, 256, layout=gl.BlockedLayout([1], [32], [8], [0])) // 128   # one per thread
-        if c > 0:
-            _bar_sync(wg_ids + _NB_EMPTY)            # the dQ warp has read block c - 1's dQ
+    if DQ_TMA:
         dq_smem.store(dq)
         fence_async_shared()
-        _bar_arrive(wg_ids + _NB_FULL)               # this warpgroup's part of dQ is in shared memory
+        _sync()                                      # dQ is in shared memory; the slot and dS are read
+        mbarrier.arrive(empty.index(s))
+        # TMA reduce: adds BLOCK_M*d fp32 into dQ per (query block, K/V block) pair (rows past N add zeros)
+        _tma_add(dq_desc, [bh * N + m0, 0], dq_smem)
     else:
-        dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
-        if DQ_TMA:
-            tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
-        if DS_TRANS:
-            ds_smem.store(dsT)                           # (BLOCK_N, BLOCK_M); dQ reads it transposed
-        else:
-            ds_smem.store(gl.permute(dsT, (1, 0)))       # (BLOCK_M, BLOCK_N)
-        fence_async_shared()
-        _sync()                                          # every warp's part of dS is in shared memory
-        if DS_TRANS:
-            dq = warpgroup_mma(ds_smem.permute((1, 0)), k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
-                               use_acc=False, is_async=True)
-        else:
-            dq = warpgroup_mma(ds_smem, k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
-                               use_acc=False, is_async=True)
-        if NEXT:
-            c1 = c + 1
-            s1 = c1 % STAGES
-            mbarrier.wait(ready.index(s1), (c1 // STAGES) & 1)
-            sT, dpT = _issue_s_dp(k_smem, v_smem, q_bufs.index(s1), do_bufs.index(s1), s_layout, BLOCK_M, BLOCK_N)
-            dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(2, deps=(dv, dk, dq, pT16, dsT_op))
-        else:
-            dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
-        if DQ_TMA:
-            dq_smem.store(dq)
-            fence_async_shared()
-            _sync()                                      # dQ is in shared memory; the slot and dS are read
-            mbarrier.arrive(empty.index(s))
-            # TMA reduce: adds BLOCK_M*d fp32 into dQ per (query block, K/V block) pair (rows past N add zeros)
-            _tma_add(dq_desc, [bh * N + m0, 0], dq_smem)
-        else:
-            _sync()                                      # every warpgroup is done reading the slot and dS
-            mbarrier.arrive(empty.index(s))
-            rows_dq = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, dq_layout))
-            cols_dq = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, dq_layout))
-            dq_off = gl.expand_dims((bh * N + rows_dq).to(gl.int64) * HEAD_D, 1) + gl.expand_dims(cols_dq, 0)
-            dq_mask = gl.expand_dims(rows_dq < N, 1) & gl.expand_dims(cols_dq < HEAD_D, 0)
-            # adds into dQ (fp32): BLOCK_M*d atomics per (query block, K/V block) pair (rows past N dropped)
-            gl.atomic_add(dq_ptr + dq_off, dq, mask=dq_mask, sem="relaxed")
+        _sync()                                      # every warpgroup is done reading the slot and dS
+        mbarrier.arrive(empty.index(s))
+        rows_dq = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, dq_layout))
+        cols_dq = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, dq_layout))
+        dq_off = gl.expand_dims((bh * N + rows_dq).to(gl.int64) * HEAD_D, 1) + gl.expand_dims(cols_dq, 0)
+        dq_mask = gl.expand_dims(rows_dq < N, 1) & gl.expand_dims(cols_dq < HEAD_D, 0)
+        # adds into dQ (fp32): BLOCK_M*d atomics per (query block, K/V block) pair (rows past N dropped)
+        gl.atomic_add(dq_ptr + dq_off, dq, mask=dq_mask, sem="relaxed")
     if NEXT:
         return dk, dv, sT, dpT
     else:
@@ -282,7 +236,7 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
                  dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
                  CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                  STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr, NB: gl.constexpr = False):
+                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr):
     """Two warpgroups, 64 keys each (wgmma layouts with 8 warps along the 128 keys): dK, dV in registers for the
     whole CTA; PIPE: Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added."""
     dtype: gl.constexpr = q_bufs.dtype
@@ -313,8 +267,8 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
             dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                                ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM, NB)
-    if DQ_TMA and not NB:
+                               LSE_SMEM)
+    if DQ_TMA:
         tma.store_wait(0)                            # the last dQ add has read dq_smem before the CTA exits
 
     rows = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, kv_layout))
@@ -327,34 +281,12 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
     gl.store(dv_ptr + off, dv.to(dtype), mask=mask)
 
 
-@gluon.jit
-def _bwd_dq_writer(dq_desc, dq_smem, empty, N, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
-                   BLOCK_N: gl.constexpr, STAGES: gl.constexpr, REVERSE: gl.constexpr):
-    """The dQ warp (NB): per query block, once both compute warpgroups have put their part of dQ in shared memory
-    (named barriers FULL), frees the ring slot (every compute warp is past the block's wgmma), adds dQ into the fp32
-    buffer by a TMA reduce and, once the copy engine has read it, lets the warpgroups write the next one (EMPTY)."""
-    nblk, bh = _cta_coords(gl.program_id(0), n_kblk)
-    lo, hi = _m_range(nblk, N, CAUSAL, BLOCK_M, BLOCK_N)
-    lane = gl.full([32], 0, gl.int32, layout=gl.BlockedLayout([1], [32], [1], [0]))
-    for c in range(0, hi - lo):
-        i = _m_block(c, lo, hi, REVERSE)
-        _bar_sync(lane + _NB_FULL)
-        _bar_sync(lane + (_NB_FULL + 1))
-        mbarrier.arrive(empty.index(c % STAGES))
-        # TMA reduce: adds BLOCK_M*d fp32 into dQ per (query block, K/V block) pair (rows past N add zeros)
-        _tma_add(dq_desc, [bh * N + i * BLOCK_M, 0], dq_smem)
-        tma.store_wait(0)                            # the copy engine has read dq_smem
-        if c + 1 < hi - lo:
-            _bar_arrive(lane + _NB_EMPTY)
-            _bar_arrive(lane + (_NB_EMPTY + 1))
-
-
 @gluon.jit(do_not_specialize=["N", "N_LSE", "n_kblk"])
 def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, dq_ptr, dk_ptr, dv_ptr, lse_ptr,
                   delta_ptr, qk_scale, sm_scale, N, N_LSE, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                   BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, DQ_WN: gl.constexpr,
                   DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr, PIPE: gl.constexpr, REVERSE: gl.constexpr,
-                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False, NB: gl.constexpr = False):
+                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
     """Allocate K, V, the Q/dO ring (LSE_SMEM: with L and delta slots), the dS tile, the dQ tile and the mbarriers,
     then fork into producer and compute. The two compute warpgroups are one 8-warp partition sharing one dS tile.
     LSE_SMEM: L and delta come through the ring with Q and dO (TMA), so the compute warps read them from shared
@@ -372,12 +304,7 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
     else:
         lse_src = lse_ptr
         delta_src = delta_ptr
-    if NB:                                           # two dS tiles
-        if DS_TRANS:
-            ds_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_N, BLOCK_M], DS_LAYOUT)
-        else:
-            ds_smem = gl.allocate_shared_memory(dtype, [2, BLOCK_M, BLOCK_N], DS_LAYOUT)
-    elif DS_TRANS:
+    if DS_TRANS:
         ds_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, BLOCK_M], DS_LAYOUT)
     else:
         ds_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, BLOCK_N], DS_LAYOUT)
@@ -393,24 +320,11 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
         mbarrier.init(ready.index(i), count=1)       # completed by the TMA byte count
         mbarrier.init(empty.index(i), count=1)       # the compute partition, after a barrier over its warps
     fence_async_shared()
-    if NB:
-        gl.warp_specialize([
-            (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
-                            dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
-                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE,
-                            LSE_SMEM, NB)),
-            (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready,
-                             empty, lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M,
-                             BLOCK_N, STAGES, REVERSE, LSE_SMEM)),
-            (_bwd_dq_writer, (dq_desc, dq_smem, empty, N, n_kblk, CAUSAL, BLOCK_M, BLOCK_N, STAGES, REVERSE)),
-        ], [1, 1], [24, 24])
-    else:
-        gl.warp_specialize([
-            (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
-                            dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
-                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE,
-                            LSE_SMEM)),
-            (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready,
-                             empty, lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M,
-                             BLOCK_N, STAGES, REVERSE, LSE_SMEM)),
-        ], [1], [24])
+    gl.warp_specialize([
+        (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
+                        dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
+                        CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM)),
+        (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
+                         lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
+                         STAGES, REVERSE, LSE_SMEM)),
+    ], [1], [24])
