@@ -21,11 +21,11 @@ from flashsim.course.ch14.ring import pipeline_timeline
 from flashsim.course.ch14.runs import (DTYPES, GLUON_KERNEL_LABELS, GLUON_KERNELS, gluon_rows, load_gluon,
                                        speed_ratio, tuning_summary)
 from flashsim.course.ch14.schedule import RULES, deal, tile_costs
-from flashsim.course.kit.results import measured_on_label
 from flashsim.course.ch14.tables import (gluon_headline, gluon_headline_text, gluon_io, gluon_io_table,
                                          ring_protocol_table, span, speed_vs_cudnn)
 from flashsim.course.kit.dashboard import Dashboard, choice, slider, toggle
 from flashsim.course.kit.optional import missing
+from flashsim.course.kit.results import measured_on_label
 from flashsim.errors import FlashsimError
 from flashsim.model.attention.reference import reference_attention
 

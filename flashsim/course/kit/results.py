@@ -25,7 +25,8 @@ from pathlib import Path
 
 from flashsim.errors import FlashsimError
 
-__all__ = ["load_result", "run_provenance", "provenance_label", "measured_on_label", "recorded_names", "result_source", "drift", "sync", "main"]
+__all__ = ["load_result", "run_provenance", "provenance_label", "measured_on_label", "recorded_names", "result_source",
+           "drift", "sync", "main"]
 
 _MANIFEST = "manifest.json"
 
@@ -68,12 +69,17 @@ def load_result(name: str):
 
 # --- keeping the copies equal to the raw record (a repository checkout only) -----------------------------------
 
+def _meta(data: dict) -> dict:
+    """A run's metadata block: ``versions`` or ``info`` (whichever the benchmark wrote), else {}."""
+    return next((data[k] for k in ("versions", "info") if isinstance(data.get(k), dict)), {})
+
+
 def run_provenance(data: dict) -> tuple:
     """(gpu, date) a recorded run names in its own metadata: ``versions`` or ``info`` (``gpu``, else the first of
     ``gpus``, a ``device`` entry's name), else the top level's ``device``/``gpu``; the date (``date_utc``/``date``)
     as YYYY-MM-DD. Either is None or "" where the run does not say. The one reader of a run's provenance, for every
     "measured on <GPU>, <date>" label."""
-    meta = next((data[k] for k in ("versions", "info") if isinstance(data.get(k), dict)), {})
+    meta = _meta(data)
     gpus = meta.get("gpus") or []
     gpu = meta.get("gpu") or data.get("device") or data.get("gpu") or (gpus[0] if gpus else None)
     if isinstance(gpu, dict):
@@ -87,8 +93,7 @@ def provenance_label(data: dict) -> str:
     with no GPU by its machine's processor, "a GPU" and no date where the run does not say. The one label of where
     and when a run's numbers were measured (figure titles, tables, :func:`flashsim.course.kit.real_gpu.measured_on`)."""
     gpu, date = run_provenance(data)
-    meta = next((data[k] for k in ("versions", "info") if isinstance(data.get(k), dict)), {})
-    gpus = meta.get("gpus") or []
+    gpus = _meta(data).get("gpus") or []
     if not gpu:
         machine = data.get("machine")
         gpu = (machine.get("cpu") or machine.get("processor")) if isinstance(machine, dict) else machine
