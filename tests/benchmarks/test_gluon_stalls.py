@@ -1,0 +1,59 @@
+"""benchmarks/gluon_bench/stalls.py: the working warps' stall samples of a launch, with the warps parked at the
+kernel's closing barrier set apart (a source page as ncu writes it, made up here)."""
+import csv
+
+import pytest
+
+from benchmarks.gluon_bench import stalls
+
+HEADER = ["Address", "Source", stalls.SAMPLES, "# Samples", "stall_barrier", "stall_long_sb", "stall_short_sb",
+          "stall_barrier (Not Issued)"]
+#: (SASS, barrier, long scoreboard, short scoreboard) samples
+PAGE = [("@!P0  BRA 0x10", 0, 0, 0),
+        ("BAR.SYNC.DEFER_BLOCKING 0x1", 0, 0, 0),
+        ("BAR.SYNC.DEFER_BLOCKING 0x1", 2, 0, 0),       # a second closing barrier: still the idle warps
+        ("NOP", 100, 0, 0),                             # three idle warps parked for the whole launch
+        ("HGMMA.64x64x16.F32 R152, gdesc[UR4], RZ", 0, 0, 0),
+        ("WARPGROUP.DEPBAR.LE gsb0, 0x0", 30, 0, 0),
+        ("STS.64 [R3], R182", 0, 0, 0),
+        ("MEMBAR.ALL.CTA", 0, 0, 0),
+        ("FENCE.VIEW.ASYNC.S", 0, 50, 0),
+        ("BAR.SYNC.DEFER_BLOCKING 0x0, 0x100", 8, 0, 0),   # the compute warps' own barrier: not idle
+        ("FMUL R23, R16, 1.44", 0, 0, 12)]
+
+
+def write_page(path, page=PAGE):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Kernel Name", "attn_bwd_sm90"])
+        w.writerow(HEADER)
+        for k, (sass, bar, lsb, ssb) in enumerate(page):
+            w.writerow([hex(k * 16), f"      {sass}", bar + lsb + ssb, bar + lsb + ssb, bar, lsb, ssb, bar])
+    return str(path)
+
+
+def test_idle_warps_are_set_apart_and_the_rest_is_shared_by_reason(tmp_path):
+    ins = stalls.load(write_page(tmp_path / "src.csv"))
+    assert len(ins) == len(PAGE) and ins[3]["reasons"] == {"barrier": 100, "long_sb": 0, "short_sb": 0}
+    assert stalls.idle(ins) == [False, False, True, True, False, False, False, False, False, False, False]
+    s = stalls.summary(ins, top=2)
+    assert s["samples"] == 202 and s["idle_share"] == pytest.approx(102 / 202)
+    assert dict(s["reasons"]) == pytest.approx({"long_sb": 0.5, "barrier": 0.38, "short_sb": 0.12})
+    assert s["top"]["barrier"][0][:2] == (pytest.approx(0.30), "WARPGROUP.DEPBAR.LE gsb0, 0x0")
+    assert s["top"]["long_sb"][0][2] == ["STS.64 [R3], R182", "MEMBAR.ALL.CTA"]
+    text = stalls.report(s)
+    assert "50.5% are idle warps" in text and "long_sb 50.0%" in text
+
+
+def test_not_a_source_page_is_a_clear_error(tmp_path):
+    bad = tmp_path / "details.csv"
+    bad.write_text('"ID","Kernel Name","Metric Name"\n"0","k","Duration"\n')
+    with pytest.raises(ValueError, match="--page source --csv"):
+        stalls.load(str(bad))
+    with pytest.raises(ValueError, match="no instructions"):
+        stalls.summary([])
+
+
+def test_command_line(tmp_path, capsys):
+    assert stalls.main([write_page(tmp_path / "src.csv"), "--top", "1"]) == 0
+    assert "idle warps at the closing barrier" in capsys.readouterr().out
