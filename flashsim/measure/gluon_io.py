@@ -27,11 +27,11 @@ outputs (O and LSE; dK and dV) by ordinary stores, which they do. So each launch
 - ``tma_load_bytes`` / ``tma_reduce_bytes``: the TMA boxes, each row inside the tensor once (rows past the
   tensor's end are not fetched; rows past a head's N belong to the next head and are).
 - ``dram_read_bytes`` / ``dram_write_bytes``: the L2 model as :func:`flashsim.model.kernel_io.kernel_dram` runs it
-  (:func:`flashsim.model.kernel_io.simulate_launch`, the calibrated constants, none refitted), fed per CTA the tiles it really walks: the
-  forward's persistent CTAs with their tile lists (:func:`flashsim.kernels.gluon.fwd_tile_list`, the balanced
-  lists of :func:`~flashsim.kernels.gluon.balanced_tile_lists`, heads in L2 sections), the backward's CTAs in
-  launch order (key blocks inner, one CTA per SM), and the host passes around it (prologue, dQ epilogue) as the
-  streams they are.
+  (:func:`flashsim.model.kernel_io.simulate_launch`, the calibrated constants, none refitted), fed per CTA the tiles
+  it really walks: the forward's persistent CTAs with their tile lists (:func:`flashsim.kernels.gluon.fwd_tile_list`,
+  the balanced lists of :func:`~flashsim.kernels.gluon.balanced_tile_lists`, heads in L2 sections), the backward's
+  CTAs in launch order (key blocks inner, one CTA per SM), and the host passes around it (prologue, dQ epilogue) as
+  the streams they are.
 
 Launch names are the kernels' own (what ncu reports): ``attn_fwd_sm90``; ``_gluon_bwd_prologue``,
 ``attn_bwd_sm90``, ``_gluon_dq_epilogue``. Needs numpy only (no torch, no GPU): the launch configuration comes
