@@ -43,16 +43,6 @@ def _load_gluon_package():
     return mod, importlib.import_module("flashsim_gluon.bwd_sm90"), importlib.import_module("flashsim_gluon.fwd_sm90")
 
 
-def _shim_newer_triton():
-    """The kernels are written for triton 3.6 (the device's); later versions renamed the TMA copies (3.9 raises on
-    the old names): point the old names at the new ones, in this process only."""
-    from triton.experimental.gluon.language.nvidia.hopper import tma
-    if hasattr(tma, "async_load") and int(triton.__version__.split(".")[1]) >= 7:
-        tma.async_copy_global_to_shared = tma.async_load
-        tma.async_copy_shared_to_global = tma.async_store
-
-
-_shim_newer_triton()
 G, bwd_sm90, fwd_sm90 = _load_gluon_package()
 
 TARGET = GPUTarget("cuda", 90, 32)
@@ -135,7 +125,7 @@ def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
     constexprs = dict(CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, HEAD_D=d, STAGES=cfg["STAGES"],
                       DQ_WN=1 if bm == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=bool(cfg.get("DQ_TMA", True)),
                       PIPE=bool(cfg.get("PIPE", False)), REVERSE=bool(cfg.get("REVERSE", False)), DS_LAYOUT=ds_layout,
-                      LSE_SMEM=bool(cfg.get("LSE_SMEM", False)))
+                      LSE_SMEM=bool(cfg.get("LSE_SMEM", False)), DQ_FIRST=bool(cfg.get("DQ_FIRST", False)))
     opts = dict(num_warps=8, maxnreg=cfg["MAXNREG"])
     k = _compile(bwd_sm90.attn_bwd_sm90, args, constexprs, opts)
     tag = f"bwd_{str(dt)[6:]}_d{d}_c{int(causal)}_" + re.sub(r"[^A-Za-z0-9]+", "_", json.dumps(cfg_over)).strip("_")

@@ -231,3 +231,19 @@ def test_forward_config_keys_are_checked_and_every_kernel_constexpr_is_passed():
     kernel_constexprs = {p.name for p in fwd_sm90.attn_fwd_sm90.params if p.is_constexpr}
     for (d, causal) in G.FWD_CONFIGS:
         assert set(G.fwd_constexprs(G.forward_config(d, causal, 4096), causal, d)) == kernel_constexprs
+
+
+def test_compat_names_resolve_under_the_installed_triton():
+    """The kernels take the TMA copy, the TMA reduce and the partition barrier from one place; under every triton the
+    course supports each resolves to a callable that is not a removed name's stub (triton 3.9 keeps
+    ``async_copy_global_to_shared`` only to raise)."""
+    pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    from triton.experimental.gluon.language.nvidia.hopper import tma
+
+    from flashsim.kernels.gluon import _compat
+    for fn in (_compat.sync, _compat.tma_load, _compat.tma_add):
+        assert callable(fn)
+    if hasattr(tma, "async_load"):
+        assert _compat.tma_load is tma.async_load
+    else:
+        assert _compat.tma_load is tma.async_copy_global_to_shared

@@ -29,32 +29,19 @@ lse (B, H, N) fp32 natural-log logsumexp from the forward pass, delta = rowsum(d
 """
 from __future__ import annotations
 
-from triton._C.libtriton import ir
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language._core import builtin
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
 from flashsim.model.attention import online_softmax
 
+from ._compat import sync as _sync
+from ._compat import tma_add as _tma_add
+from ._compat import tma_load as _tma_load
+
 #: log2(e) as a compile-time constant of the kernel (the one definition: model.attention.online_softmax)
 _LOG2E = gl.constexpr(online_softmax.LOG2E)
-
-#: a barrier over the warps of the calling partition (named ``thread_barrier`` up to triton 3.6, ``barrier`` later)
-_sync = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
-
-
-@builtin
-def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
-    """TMA bulk reduce (cp.reduce.async.bulk.tensor .add): global[box at coord] += shared ``src``; completion is
-    tracked like a TMA store's (``tma.store_wait``). For triton versions without ``tma.async_atomic_add``."""
-    coord = _semantic._convert_to_ir_values(coord, require_i64=False)
-    _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, tensor_desc.handle, coord, src.handle)
-
-
-#: the TMA reduce-add of an fp32 tile from shared memory into global memory
-_tma_add = tma.async_atomic_add if hasattr(tma, "async_atomic_add") else _tma_reduce_add
 
 
 @gluon.jit
@@ -97,9 +84,9 @@ def _bwd_producer(q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_sm
     row0 = bh * N
     mbarrier.expect(kv_ready, k_desc.block_type.nbytes + v_desc.block_type.nbytes)
     # TMA: K tile, BLOCK_N*d elements, once per CTA (N*d per head over all CTAs)
-    tma.async_copy_global_to_shared(k_desc, [row0 + nblk * BLOCK_N, 0], kv_ready, k_smem)
+    _tma_load(k_desc, [row0 + nblk * BLOCK_N, 0], kv_ready, k_smem)
     # TMA: V tile, BLOCK_N*d elements, once per CTA
-    tma.async_copy_global_to_shared(v_desc, [row0 + nblk * BLOCK_N, 0], kv_ready, v_smem)
+    _tma_load(v_desc, [row0 + nblk * BLOCK_N, 0], kv_ready, v_smem)
     lo, hi = _m_range(nblk, N, CAUSAL, BLOCK_M, BLOCK_N)
     for c in range(0, hi - lo):
         i = _m_block(c, lo, hi, REVERSE)
@@ -110,15 +97,15 @@ def _bwd_producer(q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_sm
                             + lse_desc.block_type.nbytes + delta_desc.block_type.nbytes)
             # TMA: L and delta of the block, BLOCK_M fp32 each, once per (query block, K/V block) pair
             # (rows of N_LSE, a multiple of 4: every copy starts 16-byte aligned)
-            tma.async_copy_global_to_shared(lse_desc, [bh * N_LSE + i * BLOCK_M], ready.index(s), lse_src.index(s))
-            tma.async_copy_global_to_shared(delta_desc, [bh * N_LSE + i * BLOCK_M], ready.index(s),
+            _tma_load(lse_desc, [bh * N_LSE + i * BLOCK_M], ready.index(s), lse_src.index(s))
+            _tma_load(delta_desc, [bh * N_LSE + i * BLOCK_M], ready.index(s),
                                             delta_src.index(s))
         else:
             mbarrier.expect(ready.index(s), q_desc.block_type.nbytes + do_desc.block_type.nbytes)
         # TMA: Q tile, BLOCK_M*d elements, once per (query block, K/V block) pair (causal: from the diagonal down)
-        tma.async_copy_global_to_shared(q_desc, [row0 + i * BLOCK_M, 0], ready.index(s), q_bufs.index(s))
+        _tma_load(q_desc, [row0 + i * BLOCK_M, 0], ready.index(s), q_bufs.index(s))
         # TMA: dO tile, BLOCK_M*d elements, once per (query block, K/V block) pair, like Q
-        tma.async_copy_global_to_shared(do_desc, [row0 + i * BLOCK_M, 0], ready.index(s), do_bufs.index(s))
+        _tma_load(do_desc, [row0 + i * BLOCK_M, 0], ready.index(s), do_bufs.index(s))
 
 
 @gluon.jit
@@ -136,7 +123,8 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
               dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
               CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-              ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
+              ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False,
+              DQ_FIRST: gl.constexpr = False):
     """One query block i against the CTA's keys. ISSUED: its Sᵀ and dPᵀ were issued by the step before (else it
     issues them here); NEXT: issue those of block i+1 before waiting for this block's dQ (so the tensor cores stay
     busy while dQ goes out) and return their tokens. ``lse_src``, ``delta_src``: L and delta as pointers to rows of
@@ -186,9 +174,10 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         delta = delta_src.index(s).load(gl.SliceLayout(0, s_layout))
     dsT = (pT * (dpT - gl.expand_dims(delta, 0))).to(dtype)
     dsT_op = gl.convert_layout(dsT, op_layout)
-    dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
-    if DQ_TMA:
-        tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
+    if not DQ_FIRST:
+        dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
+        if DQ_TMA:
+            tma.store_wait(0)                        # the previous block's dQ add has read dq_smem
     if DS_TRANS:
         ds_smem.store(dsT)                           # (BLOCK_N, BLOCK_M); dQ reads it transposed
     else:
@@ -201,7 +190,19 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     else:
         dq = warpgroup_mma(ds_smem, k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
                            use_acc=False, is_async=True)
-    if NEXT:
+    if DQ_FIRST:
+        # FA4's order: dK issued behind dQ, and dQ copied to shared memory while dK still runs
+        dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
+        dv, dq, pT16 = warpgroup_mma_wait(1, deps=(dv, dq, pT16))   # dV and dQ done; dK may still run
+        tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
+        dq_smem.store(dq)
+        fence_async_shared()
+        dk, dsT_op = warpgroup_mma_wait(0, deps=(dk, dsT_op))
+        _sync()                                      # dQ is in shared memory; the slot and dS are read
+        mbarrier.arrive(empty.index(s))
+        # TMA reduce: adds BLOCK_M*d fp32 into dQ per (query block, K/V block) pair (rows past N add zeros)
+        _tma_add(dq_desc, [bh * N + m0, 0], dq_smem)
+    elif NEXT:
         c1 = c + 1
         s1 = c1 % STAGES
         mbarrier.wait(ready.index(s1), (c1 // STAGES) & 1)
@@ -209,7 +210,9 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(2, deps=(dv, dk, dq, pT16, dsT_op))
     else:
         dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
-    if DQ_TMA:
+    if DQ_FIRST:
+        pass
+    elif DQ_TMA:
         dq_smem.store(dq)
         fence_async_shared()
         _sync()                                      # dQ is in shared memory; the slot and dS are read
@@ -236,7 +239,8 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
                  dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
                  CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                  STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr):
+                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr,
+                 DQ_FIRST: gl.constexpr = False):
     """Two warpgroups, 64 keys each (wgmma layouts with 8 warps along the 128 keys): dK, dV in registers for the
     whole CTA; PIPE: Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added."""
     dtype: gl.constexpr = q_bufs.dtype
@@ -257,17 +261,17 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
             dk, dv, sT, dpT = _bwd_step(c, _m_block(c, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem,
                                         dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0,
                                         N, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA,
-                                        True, True, LSE_SMEM)
+                                        True, True, LSE_SMEM, DQ_FIRST)
         dk, dv = _bwd_step(hi - lo - 1, _m_block(hi - lo - 1, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                            ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, True, False,
-                           LSE_SMEM)
+                           LSE_SMEM, DQ_FIRST)
     else:
         for c in range(0, hi - lo):
             dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                                ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM)
+                               LSE_SMEM, DQ_FIRST)
     if DQ_TMA:
         tma.store_wait(0)                            # the last dQ add has read dq_smem before the CTA exits
 
@@ -286,13 +290,15 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
                   delta_ptr, qk_scale, sm_scale, N, N_LSE, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                   BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, DQ_WN: gl.constexpr,
                   DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr, PIPE: gl.constexpr, REVERSE: gl.constexpr,
-                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
+                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False,
+                  DQ_FIRST: gl.constexpr = False):
     """Allocate K, V, the Q/dO ring (LSE_SMEM: with L and delta slots), the dS tile, the dQ tile and the mbarriers,
     then fork into producer and compute. The two compute warpgroups are one 8-warp partition sharing one dS tile.
     LSE_SMEM: L and delta come through the ring with Q and dO (TMA), so the compute warps read them from shared
     memory when they use them instead of holding a global load's registers across the wgmma issue (at d=128 they
     spill); otherwise the compute warps load them by pointer (``lse_ptr``, ``delta_ptr``, rows of N)."""
     gl.static_assert(BLOCK_N == 128, "two warpgroups of 64 keys")
+    gl.static_assert(not DQ_FIRST or (DQ_TMA and not PIPE), "DQ_FIRST takes DQ_TMA without PIPE")
     dtype: gl.constexpr = q_desc.dtype
     k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_D], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_D], v_desc.layout)
@@ -323,7 +329,8 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
     gl.warp_specialize([
         (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
                         dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
-                        CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM)),
+                        CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM,
+                        DQ_FIRST)),
         (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
                          lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
                          STAGES, REVERSE, LSE_SMEM)),

@@ -34,10 +34,12 @@ from typing import NamedTuple
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, warpgroup_mma,
                                                                warpgroup_mma_wait)
 
 from flashsim.model.attention import online_softmax
+
+from ._compat import tma_load as _tma_load
 
 #: ln 2 as a compile-time constant of the kernel (the one definition: model.attention.online_softmax)
 _LN2 = gl.constexpr(online_softmax.LN2)
@@ -159,13 +161,13 @@ def _producer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
             mbarrier.wait(q_empty.index(2 * c + qb), ((tile_count // 2) & 1) ^ 1)
             mbarrier.expect(q_ready.index(2 * c + qb), q_desc.block_type.nbytes)
             # TMA: Q rows of consumer c, BLOCK_M*d elements, once per output tile
-            tma.async_copy_global_to_shared(q_desc, [row0 + mblk * CTA_M + c * BLOCK_M, 0],
+            _tma_load(q_desc, [row0 + mblk * CTA_M + c * BLOCK_M, 0],
                                             q_ready.index(2 * c + qb), q_bufs.index(2 * c + qb))
         s = kc % STAGES
         mbarrier.wait(k_empty.index(s), ((kc // STAGES) & 1) ^ 1)   # every consumer is done with this K slot
         mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
         # TMA: K tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
-        tma.async_copy_global_to_shared(k_desc, [row0, 0], k_ready.index(s), k_bufs.index(s))
+        _tma_load(k_desc, [row0, 0], k_ready.index(s), k_bufs.index(s))
         kc += 1
         if it < n_mine:
             n_kv = _num_kv_tiles(mblk, N, CAUSAL, CTA_M, BLOCK_N)
@@ -175,14 +177,14 @@ def _producer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
                     mbarrier.wait(k_empty.index(s), ((kc // STAGES) & 1) ^ 1)
                     mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
                     # TMA: K tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
-                    tma.async_copy_global_to_shared(k_desc, [row0 + (j + 1) * BLOCK_N, 0], k_ready.index(s),
+                    _tma_load(k_desc, [row0 + (j + 1) * BLOCK_N, 0], k_ready.index(s),
                                                     k_bufs.index(s))
                     kc += 1
                 s = vc % V_STAGES
                 mbarrier.wait(v_empty.index(s), ((vc // V_STAGES) & 1) ^ 1)   # every consumer is done with V
                 mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
                 # TMA: V tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
-                tma.async_copy_global_to_shared(v_desc, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_bufs.index(s))
+                _tma_load(v_desc, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_bufs.index(s))
                 vc += 1
         tile_count += 1
 
