@@ -125,7 +125,7 @@ def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
     constexprs = dict(CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, HEAD_D=d, STAGES=cfg["STAGES"],
                       DQ_WN=1 if bm == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=bool(cfg.get("DQ_TMA", True)),
                       PIPE=bool(cfg.get("PIPE", False)), REVERSE=bool(cfg.get("REVERSE", False)), DS_LAYOUT=ds_layout,
-                      LSE_SMEM=bool(cfg.get("LSE_SMEM", False)), DQ_FIRST=bool(cfg.get("DQ_FIRST", False)))
+                      LSE_SMEM=bool(cfg.get("LSE_SMEM", False)))
     opts = dict(num_warps=8, maxnreg=cfg["MAXNREG"])
     k = _compile(bwd_sm90.attn_bwd_sm90, args, constexprs, opts)
     tag = f"bwd_{str(dt)[6:]}_d{d}_c{int(causal)}_" + re.sub(r"[^A-Za-z0-9]+", "_", json.dumps(cfg_over)).strip("_")

@@ -118,7 +118,7 @@ BWD_CONFIGS = {
 }
 
 #: what :func:`gluon_backward` takes for an option a configuration leaves out
-BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, DQ_FIRST=False, MAXNREG=168)
+BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168)
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
 #: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
@@ -510,8 +510,7 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
                                      lse_rows, delta_rows, scale * LOG2E, scale, N, n_lse, n_kblk,
                                      CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
                                      DQ_WN=1 if block_m == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe,
-                                     REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem,
-                                     DQ_FIRST=bool(cfg["DQ_FIRST"]), num_warps=8,
+                                     REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem, num_warps=8,
                                      maxnreg=cfg["MAXNREG"])
     return dk, dv
 

@@ -123,8 +123,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
               dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
               CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-              ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False,
-              DQ_FIRST: gl.constexpr = False):
+              ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
     """One query block i against the CTA's keys. ISSUED: its Sᵀ and dPᵀ were issued by the step before (else it
     issues them here); NEXT: issue those of block i+1 before waiting for this block's dQ (so the tensor cores stay
     busy while dQ goes out) and return their tokens. ``lse_src``, ``delta_src``: L and delta as pointers to rows of
@@ -174,10 +173,9 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         delta = delta_src.index(s).load(gl.SliceLayout(0, s_layout))
     dsT = (pT * (dpT - gl.expand_dims(delta, 0))).to(dtype)
     dsT_op = gl.convert_layout(dsT, op_layout)
-    if not DQ_FIRST:
-        dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
-        if DQ_TMA:
-            tma.store_wait(0)                        # the previous block's dQ add has read dq_smem
+    dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
+    if DQ_TMA:
+        tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
     if DS_TRANS:
         ds_smem.store(dsT)                           # (BLOCK_N, BLOCK_M); dQ reads it transposed
     else:
@@ -190,19 +188,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     else:
         dq = warpgroup_mma(ds_smem, k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
                            use_acc=False, is_async=True)
-    if DQ_FIRST:
-        # FA4's order: dK issued behind dQ, and dQ copied to shared memory while dK still runs
-        dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
-        dv, dq, pT16 = warpgroup_mma_wait(1, deps=(dv, dq, pT16))   # dV and dQ done; dK may still run
-        tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
-        dq_smem.store(dq)
-        fence_async_shared()
-        dk, dsT_op = warpgroup_mma_wait(0, deps=(dk, dsT_op))
-        _sync()                                      # dQ is in shared memory; the slot and dS are read
-        mbarrier.arrive(empty.index(s))
-        # TMA reduce: adds BLOCK_M*d fp32 into dQ per (query block, K/V block) pair (rows past N add zeros)
-        _tma_add(dq_desc, [bh * N + m0, 0], dq_smem)
-    elif NEXT:
+    if NEXT:
         c1 = c + 1
         s1 = c1 % STAGES
         mbarrier.wait(ready.index(s1), (c1 // STAGES) & 1)
@@ -210,9 +196,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(2, deps=(dv, dk, dq, pT16, dsT_op))
     else:
         dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
-    if DQ_FIRST:
-        pass
-    elif DQ_TMA:
+    if DQ_TMA:
         dq_smem.store(dq)
         fence_async_shared()
         _sync()                                      # dQ is in shared memory; the slot and dS are read
@@ -239,8 +223,7 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
                  dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
                  CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                  STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr,
-                 DQ_FIRST: gl.constexpr = False):
+                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr):
     """Two warpgroups, 64 keys each (wgmma layouts with 8 warps along the 128 keys): dK, dV in registers for the
     whole CTA; PIPE: Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added."""
     dtype: gl.constexpr = q_bufs.dtype
@@ -261,17 +244,17 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
             dk, dv, sT, dpT = _bwd_step(c, _m_block(c, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem,
                                         dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0,
                                         N, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA,
-                                        True, True, LSE_SMEM, DQ_FIRST)
+                                        True, True, LSE_SMEM)
         dk, dv = _bwd_step(hi - lo - 1, _m_block(hi - lo - 1, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                            ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, True, False,
-                           LSE_SMEM, DQ_FIRST)
+                           LSE_SMEM)
     else:
         for c in range(0, hi - lo):
             dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                                ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM, DQ_FIRST)
+                               LSE_SMEM)
     if DQ_TMA:
         tma.store_wait(0)                            # the last dQ add has read dq_smem before the CTA exits
 
@@ -290,15 +273,13 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
                   delta_ptr, qk_scale, sm_scale, N, N_LSE, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                   BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, DQ_WN: gl.constexpr,
                   DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr, PIPE: gl.constexpr, REVERSE: gl.constexpr,
-                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False,
-                  DQ_FIRST: gl.constexpr = False):
+                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
     """Allocate K, V, the Q/dO ring (LSE_SMEM: with L and delta slots), the dS tile, the dQ tile and the mbarriers,
     then fork into producer and compute. The two compute warpgroups are one 8-warp partition sharing one dS tile.
     LSE_SMEM: L and delta come through the ring with Q and dO (TMA), so the compute warps read them from shared
     memory when they use them instead of holding a global load's registers across the wgmma issue (at d=128 they
     spill); otherwise the compute warps load them by pointer (``lse_ptr``, ``delta_ptr``, rows of N)."""
     gl.static_assert(BLOCK_N == 128, "two warpgroups of 64 keys")
-    gl.static_assert(not DQ_FIRST or (DQ_TMA and not PIPE), "DQ_FIRST takes DQ_TMA without PIPE")
     dtype: gl.constexpr = q_desc.dtype
     k_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_D], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [BLOCK_N, HEAD_D], v_desc.layout)
@@ -329,8 +310,7 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
     gl.warp_specialize([
         (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
                         dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
-                        CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM,
-                        DQ_FIRST)),
+                        CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM)),
         (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
                          lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
                          STAGES, REVERSE, LSE_SMEM)),
