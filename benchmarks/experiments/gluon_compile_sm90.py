@@ -6,8 +6,9 @@ variants of a kernel can be screened on a CPU-only machine before any of them is
 
     python benchmarks/experiments/gluon_compile_sm90.py [--bwd] [--fwd] [--cfg '{"PIPE": true}'] [--sass DIR]
 
-Prints one line per (kernel, dtype, d, causal, config): registers, spill stores/loads (bytes), shared memory, and
-every ptxas warning. Works with the triton of this checkout (3.9 locally, 3.6 on the device).
+Prints one line per (kernel, dtype, d, causal, config): registers, spill stores/loads (bytes), shared memory, the
+barriers over a partition's warps in the PTX (``bar.sync``: the explicit ones and those Triton's shared-memory
+barrier pass adds), and every ptxas warning. Works with the triton of this checkout (3.9 locally, 3.6 on the device).
 """
 from __future__ import annotations
 
@@ -125,7 +126,7 @@ def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
     constexprs = dict(CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, HEAD_D=d, STAGES=cfg["STAGES"],
                       DQ_WN=1 if bm == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=bool(cfg.get("DQ_TMA", True)),
                       PIPE=bool(cfg.get("PIPE", False)), REVERSE=bool(cfg.get("REVERSE", False)), DS_LAYOUT=ds_layout,
-                      LSE_SMEM=bool(cfg.get("LSE_SMEM", False)))
+                      LSE_SMEM=bool(cfg.get("LSE_SMEM", False)), WG_LOCAL=bool(cfg.get("WG_LOCAL", False)))
     opts = dict(num_warps=8, maxnreg=cfg["MAXNREG"])
     k = _compile(bwd_sm90.attn_bwd_sm90, args, constexprs, opts)
     tag = f"bwd_{str(dt)[6:]}_d{d}_c{int(causal)}_" + re.sub(r"[^A-Za-z0-9]+", "_", json.dumps(cfg_over)).strip("_")
@@ -171,7 +172,7 @@ def main(argv=None):
                     regs, st, ld, warns = rep
                     rec = dict(kernel=what, dtype=args.dtype, d=d, causal=causal, cfg=args.cfg, regs=regs,
                                spill_store_bytes=st, spill_load_bytes=ld, smem=k.metadata.shared,
-                               warps=k.metadata.num_warps,
+                               warps=k.metadata.num_warps, bar_syncs=k.asm["ptx"].count("bar.sync"),
                                warnings=warns)
                 except Exception as exc:
                     import traceback

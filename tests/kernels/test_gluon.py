@@ -247,3 +247,26 @@ def test_compat_names_resolve_under_the_installed_triton():
         assert _compat.tma_load is tma.async_load
     else:
         assert _compat.tma_load is tma.async_copy_global_to_shared
+
+
+def test_backward_waits_for_its_own_warpgroup_only_and_drops_the_barriers_behind_its_waits():
+    """WG_LOCAL marks the backward's wgmma waits as waits for the calling warpgroup only, so that Triton's
+    shared-memory barrier pass does not put a barrier over both compute warpgroups behind each of them (triton 3.9
+    does, 3.6 did not); the kernel's own barriers order its shared-memory stores. An offline sm_90 compile (no GPU)
+    must show fewer barriers with it than without, under whichever triton is installed."""
+    pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    counts = {}
+    for cfg in ("{}", '{"WG_LOCAL": true}'):
+        run = subprocess.run([sys.executable, str(root / "benchmarks/experiments/gluon_compile_sm90.py"), "--bwd",
+                              "--d", "128", "--causal", "0", "--cfg", cfg], capture_output=True, text=True,
+                             timeout=600, cwd=root)
+        recs = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+        assert recs and "bar_syncs" in recs[0], (run.stdout[-2000:], run.stderr[-2000:])
+        counts[cfg] = recs[0]["bar_syncs"]
+    assert counts['{"WG_LOCAL": true}'] < counts["{}"], counts

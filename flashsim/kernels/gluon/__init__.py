@@ -117,8 +117,13 @@ BWD_CONFIGS = {
     (128, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=False, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
 }
 
-#: what :func:`gluon_backward` takes for an option a configuration leaves out
-BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168)
+#: what :func:`gluon_backward` takes for an option a configuration leaves out. WG_LOCAL: the compute warps' wgmma
+#: waits wait for their own warpgroup only (``_compat.mma_wait_own``), and the wait for the previous dQ add's read
+#: joins the barrier after dS is stored. Triton 3.9's shared-memory barrier pass puts a barrier over both compute
+#: warpgroups behind every wgmma wait of an 8-warp partition (7 barriers per query block, 3.6 had 5); the kernel's
+#: own two barriers per block already order every shared-memory store against the other warpgroup's reads, so with
+#: WG_LOCAL a block has 3 under triton 3.9 and 4 under 3.6.
+BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168, WG_LOCAL=False)
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
 #: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
@@ -510,7 +515,8 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
                                      lse_rows, delta_rows, scale * LOG2E, scale, N, n_lse, n_kblk,
                                      CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
                                      DQ_WN=1 if block_m == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe,
-                                     REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem, num_warps=8,
+                                     REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem,
+                                     WG_LOCAL=bool(cfg["WG_LOCAL"]), num_warps=8,
                                      maxnreg=cfg["MAXNREG"])
     return dk, dv
 

@@ -36,6 +36,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 
 from flashsim.model.attention import online_softmax
 
+from ._compat import mma_wait_own as _mma_wait_own
 from ._compat import sync as _sync
 from ._compat import tma_add as _tma_add
 from ._compat import tma_load as _tma_load
@@ -123,7 +124,8 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
               dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
               CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-              ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
+              ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False,
+              WG_LOCAL: gl.constexpr = False):
     """One query block i against the CTA's keys. ISSUED: its Sᵀ and dPᵀ were issued by the step before (else it
     issues them here); NEXT: issue those of block i+1 before waiting for this block's dQ (so the tensor cores stay
     busy while dQ goes out) and return their tokens. ``lse_src``, ``delta_src``: L and delta as pointers to rows of
@@ -151,7 +153,10 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         mbarrier.wait(ready.index(s), (c // STAGES) & 1)
         sT, dpT = _issue_s_dp(k_smem, v_smem, q_s, do_s, s_layout, BLOCK_M, BLOCK_N)
 
-    sT = warpgroup_mma_wait(1, deps=(sT,))           # Sᵀ done; dPᵀ may still run
+    if WG_LOCAL:
+        sT = _mma_wait_own(1, deps=(sT,))
+    else:
+        sT = warpgroup_mma_wait(1, deps=(sT,))       # Sᵀ done; dPᵀ may still run
     if LSE_SMEM:
         # L of the block from its ring slot (the producer's TMA copy, rows past N: the next head's or zeros, masked
         # below): read now, not held in registers across the wgmma issue
@@ -168,19 +173,24 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         pT = gl.where(keep, pT, 0.0)
     pT16 = gl.convert_layout(pT.to(dtype), op_layout)
     dv = warpgroup_mma(pT16, do_s, dv, is_async=True)
-    dpT = warpgroup_mma_wait(1, deps=(dpT,))         # dPᵀ done; dV may still run
+    if WG_LOCAL:
+        dpT = _mma_wait_own(1, deps=(dpT,))
+    else:
+        dpT = warpgroup_mma_wait(1, deps=(dpT,))     # dPᵀ done; dV may still run
     if LSE_SMEM:
         delta = delta_src.index(s).load(gl.SliceLayout(0, s_layout))
     dsT = (pT * (dpT - gl.expand_dims(delta, 0))).to(dtype)
     dsT_op = gl.convert_layout(dsT, op_layout)
     dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
-    if DQ_TMA:
+    if DQ_TMA and not WG_LOCAL:
         tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
     if DS_TRANS:
         ds_smem.store(dsT)                           # (BLOCK_N, BLOCK_M); dQ reads it transposed
     else:
         ds_smem.store(gl.permute(dsT, (1, 0)))       # (BLOCK_M, BLOCK_N)
     fence_async_shared()
+    if DQ_TMA and WG_LOCAL:
+        tma.store_wait(0)
     _sync()                                          # every warp's part of dS is in shared memory
     if DS_TRANS:
         dq = warpgroup_mma(ds_smem.permute((1, 0)), k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
@@ -194,6 +204,8 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         mbarrier.wait(ready.index(s1), (c1 // STAGES) & 1)
         sT, dpT = _issue_s_dp(k_smem, v_smem, q_bufs.index(s1), do_bufs.index(s1), s_layout, BLOCK_M, BLOCK_N)
         dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(2, deps=(dv, dk, dq, pT16, dsT_op))
+    elif WG_LOCAL:
+        dv, dk, dq, pT16, dsT_op = _mma_wait_own(0, deps=(dv, dk, dq, pT16, dsT_op))
     else:
         dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
     if DQ_TMA:
@@ -223,7 +235,7 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
                  dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
                  CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                  STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr):
+                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr, WG_LOCAL: gl.constexpr):
     """Two warpgroups, 64 keys each (wgmma layouts with 8 warps along the 128 keys): dK, dV in registers for the
     whole CTA; PIPE: Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added."""
     dtype: gl.constexpr = q_bufs.dtype
@@ -254,7 +266,7 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
             dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                                ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM)
+                               LSE_SMEM, WG_LOCAL)
     if DQ_TMA:
         tma.store_wait(0)                            # the last dQ add has read dq_smem before the CTA exits
 
@@ -273,7 +285,7 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
                   delta_ptr, qk_scale, sm_scale, N, N_LSE, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                   BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, DQ_WN: gl.constexpr,
                   DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr, PIPE: gl.constexpr, REVERSE: gl.constexpr,
-                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False):
+                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False, WG_LOCAL: gl.constexpr = False):
     """Allocate K, V, the Q/dO ring (LSE_SMEM: with L and delta slots), the dS tile, the dQ tile and the mbarriers,
     then fork into producer and compute. The two compute warpgroups are one 8-warp partition sharing one dS tile.
     LSE_SMEM: L and delta come through the ring with Q and dO (TMA), so the compute warps read them from shared
@@ -310,7 +322,8 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
     gl.warp_specialize([
         (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
                         dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
-                        CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM)),
+                        CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM,
+                        WG_LOCAL)),
         (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
                          lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
                          STAGES, REVERSE, LSE_SMEM)),
