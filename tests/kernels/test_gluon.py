@@ -165,12 +165,13 @@ def test_gluon_backward_rejects_unknown_config_keys():
 
 @hopper
 @pytest.mark.gpu
-@pytest.mark.parametrize("option", [dict(LSE_SMEM=True), dict(LSE_SMEM=False)])
+@pytest.mark.parametrize("option", [dict(LSE_SMEM=True), dict(LSE_SMEM=False), dict(LSE_SMEM=True, WG_LOCAL=True)])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("n", [1, 1001])
 def test_gluon_backward_options_compute_the_same_gradients(option, d, causal, n):
-    """Every launch option of BWD_CONFIGS that --tune may choose (L/delta through shared memory or by pointer) gives
+    """Every launch option of the backward (L/delta through shared memory or by pointer, which --tune chooses
+    between; WG_LOCAL's warpgroup-local waits, after which only the kernel's own barriers order its stores) gives
     gradients within 2x SDPA's error, at N = 1 and a ragged N that is not a multiple of 4 (rows of L and delta whose
     TMA copies would start unaligned without the padding of :func:`flashsim.kernels.gluon.bwd_host.bwd_prologue`)."""
     torch.manual_seed(d + causal + n)
