@@ -118,7 +118,7 @@ BWD_CONFIGS = {
 }
 
 #: what :func:`gluon_backward` takes for an option a configuration leaves out. WG_LOCAL: the compute warps' wgmma
-#: waits wait for their own warpgroup only (``_compat.mma_wait_own``), and the wait for the previous dQ add's read
+#: waits wait for their own warpgroup only (``_compat.mma_wait``), and the wait for the previous dQ add's read
 #: joins the barrier after dS is stored. Triton 3.9's shared-memory barrier pass puts a barrier over both compute
 #: warpgroups behind every wgmma wait of an 8-warp partition (7 barriers per query block, 3.6 had 5); the kernel's
 #: own two barriers per block already order every shared-memory store against the other warpgroup's reads, so with

@@ -3,14 +3,14 @@
 The kernels are written against triton 3.6's Gluon (the CUDA images' triton) and run unchanged under the course's
 locked triton (3.9): later versions renamed the TMA copy from global to shared memory (``async_load``), the barrier
 over a partition's warps (``barrier``) and wrapped the TMA reduce (``async_atomic_add``). Each kernel module takes
-these from here, so a rename is handled in one place. So is :func:`mma_wait_own`, a wgmma wait that an attribute
-of the op (which only newer Triton's barrier pass reads) keeps to the calling warpgroup.
+these from here, so a rename is handled in one place. So is :func:`mma_wait`, a wgmma wait that an attribute of
+the op (which only newer Triton's barrier pass reads) can keep to the calling warpgroup.
 """
 from __future__ import annotations
 
 from triton._C.libtriton import ir
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language._core import builtin
+from triton.experimental.gluon.language._core import _unwrap_if_constexpr, builtin
 from triton.experimental.gluon.language.nvidia import hopper as _hopper
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
@@ -35,8 +35,9 @@ tma_add = tma.async_atomic_add if hasattr(tma, "async_atomic_add") else _tma_red
 
 
 @builtin
-def mma_wait_own(num_outstanding=0, deps=None, _semantic=None):
-    """``warpgroup_mma_wait`` for the calling warpgroup's wgmma only (the op's ``warpGroupLocal`` attribute).
+def mma_wait(num_outstanding=0, deps=None, own=False, _semantic=None):
+    """``warpgroup_mma_wait``; with ``own`` (a constexpr) for the calling warpgroup's wgmma only (the op's
+    ``warpGroupLocal`` attribute).
 
     In a partition of more than 4 warps, Triton's shared-memory barrier pass treats every wgmma wait as a wait for
     all the partition's warpgroups and puts a barrier over all of them behind it, in case a later store overwrites
@@ -44,6 +45,7 @@ def mma_wait_own(num_outstanding=0, deps=None, _semantic=None):
     each warpgroup's own wait, before any operand is overwritten), that barrier only makes the warpgroups wait for
     each other. Returns what ``warpgroup_mma_wait`` returns."""
     out = _hopper.warpgroup_mma_wait(num_outstanding, deps, _semantic=_semantic)
-    first = out[0] if isinstance(out, tuple) else out
-    first.handle.set_attr("warpGroupLocal", _semantic.builder.get_unit_attr())
+    if _unwrap_if_constexpr(own):
+        first = out[0] if isinstance(out, tuple) else out
+        first.handle.set_attr("warpGroupLocal", _semantic.builder.get_unit_attr())
     return out

@@ -31,12 +31,11 @@ from __future__ import annotations
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
-                                                               warpgroup_mma_wait)
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma
 
 from flashsim.model.attention import online_softmax
 
-from ._compat import mma_wait_own as _mma_wait_own
+from ._compat import mma_wait as _mma_wait
 from ._compat import sync as _sync
 from ._compat import tma_add as _tma_add
 from ._compat import tma_load as _tma_load
@@ -153,10 +152,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         mbarrier.wait(ready.index(s), (c // STAGES) & 1)
         sT, dpT = _issue_s_dp(k_smem, v_smem, q_s, do_s, s_layout, BLOCK_M, BLOCK_N)
 
-    if WG_LOCAL:
-        sT = _mma_wait_own(1, deps=(sT,))
-    else:
-        sT = warpgroup_mma_wait(1, deps=(sT,))       # Sᵀ done; dPᵀ may still run
+    sT = _mma_wait(1, deps=(sT,), own=WG_LOCAL)      # Sᵀ done; dPᵀ may still run
     if LSE_SMEM:
         # L of the block from its ring slot (the producer's TMA copy, rows past N: the next head's or zeros, masked
         # below): read now, not held in registers across the wgmma issue
@@ -173,10 +169,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         pT = gl.where(keep, pT, 0.0)
     pT16 = gl.convert_layout(pT.to(dtype), op_layout)
     dv = warpgroup_mma(pT16, do_s, dv, is_async=True)
-    if WG_LOCAL:
-        dpT = _mma_wait_own(1, deps=(dpT,))
-    else:
-        dpT = warpgroup_mma_wait(1, deps=(dpT,))     # dPᵀ done; dV may still run
+    dpT = _mma_wait(1, deps=(dpT,), own=WG_LOCAL)    # dPᵀ done; dV may still run
     if LSE_SMEM:
         delta = delta_src.index(s).load(gl.SliceLayout(0, s_layout))
     dsT = (pT * (dpT - gl.expand_dims(delta, 0))).to(dtype)
@@ -190,7 +183,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         ds_smem.store(gl.permute(dsT, (1, 0)))       # (BLOCK_M, BLOCK_N)
     fence_async_shared()
     if DQ_TMA and WG_LOCAL:
-        tma.store_wait(0)
+        tma.store_wait(0)                            # the same wait, ordered for the others by the barrier below
     _sync()                                          # every warp's part of dS is in shared memory
     if DS_TRANS:
         dq = warpgroup_mma(ds_smem.permute((1, 0)), k_smem, gl.zeros([BLOCK_M, HEAD_D], gl.float32, dq_layout),
@@ -203,11 +196,9 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         s1 = c1 % STAGES
         mbarrier.wait(ready.index(s1), (c1 // STAGES) & 1)
         sT, dpT = _issue_s_dp(k_smem, v_smem, q_bufs.index(s1), do_bufs.index(s1), s_layout, BLOCK_M, BLOCK_N)
-        dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(2, deps=(dv, dk, dq, pT16, dsT_op))
-    elif WG_LOCAL:
-        dv, dk, dq, pT16, dsT_op = _mma_wait_own(0, deps=(dv, dk, dq, pT16, dsT_op))
+        dv, dk, dq, pT16, dsT_op = _mma_wait(2, deps=(dv, dk, dq, pT16, dsT_op), own=WG_LOCAL)
     else:
-        dv, dk, dq, pT16, dsT_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op))
+        dv, dk, dq, pT16, dsT_op = _mma_wait(0, deps=(dv, dk, dq, pT16, dsT_op), own=WG_LOCAL)
     if DQ_TMA:
         dq_smem.store(dq)
         fence_async_shared()
@@ -256,11 +247,11 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
             dk, dv, sT, dpT = _bwd_step(c, _m_block(c, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem,
                                         dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0,
                                         N, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA,
-                                        True, True, LSE_SMEM)
+                                        True, True, LSE_SMEM, WG_LOCAL)
         dk, dv = _bwd_step(hi - lo - 1, _m_block(hi - lo - 1, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                            ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, True, False,
-                           LSE_SMEM)
+                           LSE_SMEM, WG_LOCAL)
     else:
         for c in range(0, hi - lo):
             dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
