@@ -12,20 +12,27 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["format_bytes", "format_seconds"]
+__all__ = ["byte_unit", "format_bytes", "format_seconds"]
 
 _BYTE_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+
+
+def byte_unit(nbytes: float) -> tuple[str, int]:
+    """The largest binary unit ``nbytes`` reaches and its size, ("B", 1) below a KiB: the scale of an axis in bytes.
+
+    >>> byte_unit(3 * 2**30), byte_unit(100)
+    (('GiB', 1073741824), ('B', 1))
+    """
+    return next(((unit, size) for unit, size in _BYTE_UNITS if abs(nbytes) >= size), ("B", 1))
 
 
 def format_bytes(nbytes: float, digits: int = 3) -> str:
     """``nbytes`` in the largest binary unit it reaches, to ``digits`` significant digits; "—" for None/NaN."""
     if nbytes is None or (isinstance(nbytes, float) and not math.isfinite(nbytes)):
         return "—"
-    for unit, size in _BYTE_UNITS:
-        if abs(nbytes) >= size:
-            return f"{nbytes / size:.{digits}g} {unit}"
-    return f"{nbytes:.0f} B"
+    unit, size = byte_unit(nbytes)
+    return f"{nbytes:.0f} B" if size == 1 else f"{nbytes / size:.{digits}g} {unit}"
 
 
 def format_seconds(seconds: float, digits: int = 3) -> str:

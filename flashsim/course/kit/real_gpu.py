@@ -52,6 +52,7 @@ from flashsim.course.kit.results import load_result, measured_on_label, result_s
 from flashsim.errors import FlashsimError
 from flashsim.model.dtypes import dtype_bytes
 from flashsim.model.kernel_io import kernel_io
+from flashsim.model.units import byte_unit
 
 __all__ = ["DEFAULT_SIZES", "KERNELS", "Comparison", "LaunchBreakdown", "Table", "by_launch", "compare",
            "kernel_memory", "recorded", "measured_on"]
@@ -141,7 +142,7 @@ class Comparison:
             fig = ax.figure
         rows = self.rows()
         top = max([r[1] or 0 for r in rows] + [r[2] or 0 for r in rows] + [1])
-        scale, unit = next((s, u) for s, u in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "bytes")) if top >= s)
+        unit, scale = byte_unit(top)
         xs = list(range(len(rows)))
         w = 0.38
         meas = [(r[1] or 0) / scale for r in rows]
