@@ -9,7 +9,8 @@
 # differ; then each row timed beside the committed configuration, median of 5 interleaved rounds). The 3.9 tarball:
 # triton 3.9.0's cp312 wheel without its AMD backend, CUPTI and proton, its ptxas a link to ptxas-blackwell
 # (CUDA 13.4); it needs TRITON_BACKENDS_IN_TREE=1. Writes $OUT/override_t36.json and $OUT/override_t39.json.
-# Knobs: TRITONS ("36 39"; "39" alone when the call is short), BUDGET_S (540: the whole call).
+# Knobs: TRITONS ("36 39"; one of them alone when the call is short: "36" needs no carry, so it fits beside
+# fa4_carry.sh's stash call), BUDGET_S (540: the whole call).
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 OVERRIDE=${OVERRIDE:-'{"WG_LOCAL": true}'}
@@ -18,10 +19,13 @@ export PYTHONUNBUFFERED=1
 q() { grep -v "UserWarning\|warn_once\|warnings.warn\|leaked\|nanobind\|skipped remainder"; }
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-540} - ($(date +%s) - T0) )); }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
-mkdir -p /tmp/site39 && tar xJf .whl/t39/triton39.tar.xz -C /tmp/site39 && chmod +x /tmp/site39/triton/backends/nvidia/bin/*
+case " $TRITONS " in *" 39 "*)
+  mkdir -p /tmp/site39 && tar xJf .whl/t39/triton39.tar.xz -C /tmp/site39 && chmod +x /tmp/site39/triton/backends/nvidia/bin/*
+esac
 for T in $TRITONS; do
+  # the correctness grid runs under 3.9 (where the barriers differ), and under 3.6 when it is the only triton
   if [ $T = 39 ]; then export PYTHONPATH=/tmp/site39:$PWD TRITON_BACKENDS_IN_TREE=1 TRITON_CACHE_DIR=/tmp/tc39; GRID=bwd
-  else export PYTHONPATH=$PWD TRITON_CACHE_DIR=/tmp/tc36; GRID=none; fi
+  else export PYTHONPATH=$PWD TRITON_CACHE_DIR=/tmp/tc36; GRID=$([ "$TRITONS" = 36 ] && echo bwd || echo none); fi
   python3 -c "import triton, torch; print('== triton', triton.__version__, 'torch', torch.__version__)"
   for c in '{}' "$OVERRIDE"; do
     python3 benchmarks/experiments/gluon_compile_sm90.py --bwd --cfg "$c" 2>&1 | q | grep '"kernel"' | cut -c1-220
