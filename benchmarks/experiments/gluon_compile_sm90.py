@@ -111,11 +111,9 @@ def _ptxas_report(kernel, sass_dir=None, tag=""):
 def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
     N, BH = 4096, 16
     cfg = {**G.BWD_CONFIG_DEFAULTS, **G.BWD_CONFIGS[(d, causal)], **cfg_over}
-    bm, bn = cfg["BLOCK_M"], 128
-    ds_trans = bool(cfg["DS_TRANS"])
     gdt = gl.float16 if dt == torch.float16 else gl.bfloat16
-    ds_shape = [bn, bm] if ds_trans else [bm, bn]
-    ds_layout = gl.NVMMASharedLayout.get_default_for(ds_shape, gdt)
+    constexprs = G.bwd_constexprs(cfg, causal, d, gdt)
+    bm, bn = constexprs["BLOCK_M"], constexprs["BLOCK_N"]
     args = dict(q_desc=_desc(dt, (BH * N, d), [bm, d]), do_desc=_desc(dt, (BH * N, d), [bm, d]),
                 k_desc=_desc(dt, (BH * N, d), [bn, d]), v_desc=_desc(dt, (BH * N, d), [bn, d]),
                 dq_desc=_desc(torch.float32, (BH * N, d), [bm, d]),
@@ -123,10 +121,6 @@ def compile_bwd(dt, d, causal, cfg_over, sass_dir=None):
                 dq_ptr="*fp32", dk_ptr="*" + ("fp16" if dt == torch.float16 else "bf16"),
                 dv_ptr="*" + ("fp16" if dt == torch.float16 else "bf16"), lse_ptr="*fp32", delta_ptr="*fp32",
                 qk_scale="fp32", sm_scale="fp32", N="i32", N_LSE="i32", n_kblk="i32")
-    constexprs = dict(CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn, HEAD_D=d, STAGES=cfg["STAGES"],
-                      DQ_WN=1 if bm == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=bool(cfg.get("DQ_TMA", True)),
-                      PIPE=bool(cfg.get("PIPE", False)), REVERSE=bool(cfg.get("REVERSE", False)), DS_LAYOUT=ds_layout,
-                      LSE_SMEM=bool(cfg.get("LSE_SMEM", False)), WG_LOCAL=bool(cfg.get("WG_LOCAL", False)))
     opts = dict(num_warps=8, maxnreg=cfg["MAXNREG"])
     k = _compile(bwd_sm90.attn_bwd_sm90, args, constexprs, opts)
     tag = f"bwd_{str(dt)[6:]}_d{d}_c{int(causal)}_" + re.sub(r"[^A-Za-z0-9]+", "_", json.dumps(cfg_over)).strip("_")

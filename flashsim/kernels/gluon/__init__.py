@@ -397,6 +397,22 @@ def fwd_smem_bytes(d: int, element_bytes: int, NC: int, BLOCK_N: int, STAGES: in
     return element_bytes * d * (2 * NC * 64 + (STAGES + (V_STAGES or STAGES)) * BLOCK_N)
 
 
+def bwd_constexprs(cfg: dict, causal: bool, d: int, gdt) -> dict:
+    """The backward kernel's compile-time arguments for the full configuration ``cfg`` (:data:`BWD_CONFIG_DEFAULTS`
+    under a :data:`BWD_CONFIGS` entry, with any overrides) and the Gluon element type ``gdt`` (fp16 or bf16, which
+    the dS tile's shared-memory layout depends on): what :func:`gluon_backward` launches with, and what an offline
+    compile must pass (benchmarks/experiments/gluon_compile_sm90.py)."""
+    from triton.experimental.gluon import language as gl
+
+    block_m, block_n, ds_trans = cfg["BLOCK_M"], 128, bool(cfg["DS_TRANS"])
+    ds_shape = [block_n, block_m] if ds_trans else [block_m, block_n]
+    return dict(CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=cfg["STAGES"],
+                DQ_WN=1 if block_m == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=bool(cfg["DQ_TMA"]),
+                PIPE=bool(cfg["PIPE"]), REVERSE=bool(cfg["REVERSE"]),
+                DS_LAYOUT=gl.NVMMASharedLayout.get_default_for(ds_shape, gdt), LSE_SMEM=bool(cfg["LSE_SMEM"]),
+                WG_LOCAL=bool(cfg["WG_LOCAL"]))
+
+
 #: the keys a backward configuration may set (:data:`BWD_CONFIGS`, ``gluon_backward(config=...)``)
 BWD_CONFIG_KEYS = frozenset(BWD_CONFIG_DEFAULTS).union(*BWD_CONFIGS.values())
 
@@ -481,8 +497,9 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
     from .bwd_sm90 import attn_bwd_sm90
 
     B, H, N, d = q.shape
-    block_m, block_n, stages, ds_trans = cfg["BLOCK_M"], 128, cfg["STAGES"], bool(cfg["DS_TRANS"])
-    dq_tma, pipe, reverse, lse_smem = (bool(cfg[k]) for k in ("DQ_TMA", "PIPE", "REVERSE", "LSE_SMEM"))
+    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
+    consts = bwd_constexprs(cfg, causal, d, gdt)
+    block_m, block_n, lse_smem = consts["BLOCK_M"], consts["BLOCK_N"], consts["LSE_SMEM"]
     q2, k2, v2, do2 = (t.contiguous().view(B * H * N, d) for t in (q, k, v, do))
     n_lse = lse_rows.shape[-1]
     if not lse_smem and n_lse != N:
@@ -491,11 +508,8 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
     alloc = (lambda: torch.full((B, H, N, d), float("nan"), dtype=q.dtype, device=q.device)) if poison else \
         (lambda: torch.empty((B, H, N, d), dtype=q.dtype, device=q.device))
     dk, dv = alloc(), alloc()
-    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
     qdo_layout = gl.NVMMASharedLayout.get_default_for([block_m, d], gdt)
     kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
-    ds_shape = [block_n, block_m] if ds_trans else [block_m, block_n]
-    ds_layout = gl.NVMMASharedLayout.get_default_for(ds_shape, gdt)
     q_desc = TensorDescriptor.from_tensor(q2, [block_m, d], qdo_layout)
     do_desc = TensorDescriptor.from_tensor(do2, [block_m, d], qdo_layout)
     k_desc = TensorDescriptor.from_tensor(k2, [block_n, d], kv_layout)
@@ -512,17 +526,13 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
         lse_desc = delta_desc = dq_desc              # unused placeholders (the kernel reads L and delta by pointer)
     n_kblk = triton.cdiv(N, block_n)
     attn_bwd_sm90[(n_kblk * B * H,)](q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc, dq_acc, dk, dv,
-                                     lse_rows, delta_rows, scale * LOG2E, scale, N, n_lse, n_kblk,
-                                     CAUSAL=bool(causal), BLOCK_M=block_m, BLOCK_N=block_n, HEAD_D=d, STAGES=stages,
-                                     DQ_WN=1 if block_m == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=dq_tma, PIPE=pipe,
-                                     REVERSE=reverse, DS_LAYOUT=ds_layout, LSE_SMEM=lse_smem,
-                                     WG_LOCAL=bool(cfg["WG_LOCAL"]), num_warps=8,
-                                     maxnreg=cfg["MAXNREG"])
+                                     lse_rows, delta_rows, scale * LOG2E, scale, N, n_lse, n_kblk, **consts,
+                                     num_warps=8, maxnreg=cfg["MAXNREG"])
     return dk, dv
 
 
 __all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",
            "forward_config", "balanced_tile_lists", "BALANCE_METHODS", "fwd_tile_list", "fwd_tile_kv_tiles",
            "TILE_OVERHEAD_KV_TILES", "HEAD_DIMS", "FWD_CONFIGS", "FWD_CONFIG_KEYS", "FWD_CONFIGS_BY_N",
-           "fwd_constexprs", "fwd_smem_bytes", "BWD_CONFIGS", "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS",
+           "fwd_constexprs", "fwd_smem_bytes", "bwd_constexprs", "BWD_CONFIGS", "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS",
            "BWD_DEFAULT_FROM_N"]
