@@ -159,7 +159,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("measured", help="benchmarks/gluon_io/measure.py's JSON, or with --rejudge a compared one")
     ap.add_argument("--rejudge", action="store_true", help="MEASURED is a compared file (this script's or "
-                    "issue28_ingest.py's output): predict and judge its measurement again with today's model")
+                    "gpu_io_ingest.py's output): predict and judge its measurement again with today's model")
     ap.add_argument("--out", help="path stem of the JSON and markdown to write (default: beside the input, "
                     "_compared)")
     ap.add_argument("--workers", type=int, default=2)

@@ -1,11 +1,12 @@
-"""Take in what issue 28's device calls wrote (no GPU here): every recognised file of the folder(s) given, dated and
-named after its GPU, into benchmarks/results/, with the comparisons made here and the counts printed last.
+"""Take in what benchmarks/gpu_io_run.sh and gpu_suite.sh wrote on a GPU (no GPU here): every recognised file of the
+folder(s) given, dated and named after its GPU, into benchmarks/results/, with the comparisons made here and the
+counts printed last.
 
-    python benchmarks/issue28_ingest.py DIR [DIR ...] [--results benchmarks/results] [--date YYYY-MM-DD]
+    python benchmarks/gpu_io_ingest.py DIR [DIR ...] [--results benchmarks/results] [--date YYYY-MM-DD]
 
 Recognised (the device scripts' names):
 - ``pytest_gpu_suite.txt`` / ``.xml`` (benchmarks/gpu_suite.sh) -> ``pytest_gpu_<gpu>_<date>.txt`` / ``.xml``;
-- ``fidelity_<gpu>.json`` (benchmarks/gpu_issue28.sh holdout: benchmarks/fidelity_h200.py) -> its launches judged
+- ``fidelity_<gpu>.json`` (benchmarks/gpu_io_run.sh holdout: benchmarks/fidelity_h200.py) -> its launches judged
   again under the criterion as it is now, ``fidelity_<gpu>_<date>.json`` and ``.md``;
 - ``kern/kernels_h200.json`` (part naive: benchmarks/gpu_validate.py --part ncu --no-sim) -> its simulated side
   computed here (``--resim``), ``kernels_<gpu>_<date>.json`` and ``.md``; then point
@@ -13,7 +14,7 @@ Recognised (the device scripts' names):
   --sync`` (chapters 02 and 09 read that copy);
 - ``gluon_io.json`` (part gluon: benchmarks/gluon_io/measure.py) -> benchmarks/gluon_io/report.py's comparison,
   ``gluon_io_<gpu>_<date>.json`` and ``.md``;
-- ``issue28_log.txt`` -> ``issue28_<gpu>_<date>_log.txt``.
+- ``gpu_io_log.txt`` -> ``gpu_io_<gpu>_<date>_log.txt``.
 A name already taken gets ``_2``, ``_3``, ... Nothing is overwritten.
 """
 from __future__ import annotations
@@ -131,11 +132,11 @@ def ingest(folders, results: str, date: str) -> list:
         kern = os.path.join(folder, "kern", "kernels_h200.json")
         if os.path.exists(kern):
             written += ingest_kernels(kern, results, date)
-        log = os.path.join(folder, "issue28_log.txt")
+        log = os.path.join(folder, "gpu_io_log.txt")
         if os.path.exists(log):      # its first lines: the start, then nvidia-smi's GPU name
             gpu = next((ln.split(",")[0] for ln in open(log).read().splitlines()[:4] if "NVIDIA" in ln), "")
             log_tag = gpu_tag(run_hardware({"gpu": gpu})) if gpu else "gpu"
-            written.append(shutil.copyfile(log, _free(os.path.join(results, f"issue28_{log_tag}_{date}_log.txt"))))
+            written.append(shutil.copyfile(log, _free(os.path.join(results, f"gpu_io_{log_tag}_{date}_log.txt"))))
     return written
 
 

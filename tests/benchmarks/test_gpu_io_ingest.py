@@ -1,9 +1,9 @@
-"""benchmarks/issue28_ingest.py: what the device calls write comes in dated, named after its GPU, judged here; a
+"""benchmarks/gpu_io_ingest.py: what the device calls write comes in dated, named after its GPU, judged here; a
 name already taken is never overwritten (synthetic files, no GPU)."""
 import json
 
 from benchmarks import fidelity_h200 as F
-from benchmarks import issue28_ingest as I
+from benchmarks import gpu_io_ingest as I
 from benchmarks.gluon_io import measure as M
 from flashsim.measure import gluon_io as GI
 
@@ -25,7 +25,7 @@ def _device_folder(tmp_path):
     (out / "gluon_io.json").write_text(json.dumps({"info": H100, "rows": rows}))
     (out / "pytest_gpu_suite.txt").write_text("# pytest of the whole suite on a CUDA machine, 2026-12-06T09:00:00Z\n"
                                               "# GPU: NVIDIA H100 80GB HBM3, 580.1, 81559 MiB\n...\n1 passed in 1s\n")
-    (out / "issue28_log.txt").write_text("== 09:00:00 start\nNVIDIA H100 80GB HBM3, 580.1, 1980 MHz\n")
+    (out / "gpu_io_log.txt").write_text("== 09:00:00 start\nNVIDIA H100 80GB HBM3, 580.1, 1980 MHz\n")
     return out
 
 
@@ -35,7 +35,7 @@ def test_every_file_comes_in_named_after_its_gpu_and_date(tmp_path, capsys):
     written = {p.split("/")[-1] for p in I.ingest([str(out)], str(results), "2026-12-06")}
     assert {"fidelity_h100_2026-12-06.json", "fidelity_h100_2026-12-06.md", "gluon_io_h100_2026-12-06.json",
             "gluon_io_h100_2026-12-06.md", "pytest_gpu_h100_2026-12-06.txt",
-            "issue28_h100_2026-12-06_log.txt"} == written
+            "gpu_io_h100_2026-12-06_log.txt"} == written
     text = capsys.readouterr().out
     assert "hold-out" in text and "Within the criterion" in text and "requested equal 1/1" in text
     assert "**hold-out**" in (results / "fidelity_h100_2026-12-06.md").read_text()

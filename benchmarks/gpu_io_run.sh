@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 28's measurements on a GPU, by part, everything written into $OUT (at most 8 files come back):
+# The IO measurements on a second GPU (measured bytes against the simulated ones), by part, everything written
+# into $OUT (at most 8 files come back):
 #   holdout  the fidelity sweep (benchmarks/fidelity_h200.py) on a GPU the L2 model was not fitted on (an H100):
 #            predictions for that GPU's SMs and L2, every constant as fitted on the H200; the write-back measurement
 #            of the configurations of sets HOLDOUT_SETS (default fit, held_out, new4-new7: 83 configurations, all
@@ -10,9 +11,9 @@
 #            -> $OUT/kern/kernels_h200.json and log.txt (~2.5 min on an H200; run it on the H200)
 #   gluon    the Gluon kernels' launches of benchmarks/gluon_io/configs.json under ncu (requested and DRAM bytes)
 #            -> $OUT/gluon_io.json (~3 min)
-# Usage (device, repository root): PARTS="holdout" bash benchmarks/gpu_issue28.sh     (on nvidia-h100-x1)
-#                                  PARTS="naive gluon" bash benchmarks/gpu_issue28.sh (on nvidia-h200)
-# Then here: python benchmarks/issue28_ingest.py <the folder the files came back to> (see its --help).
+# Usage (device, repository root): PARTS="holdout" bash benchmarks/gpu_io_run.sh     (on nvidia-h100-x1)
+#                                  PARTS="naive gluon" bash benchmarks/gpu_io_run.sh (on nvidia-h200)
+# Then here: python benchmarks/gpu_io_ingest.py <the folder the files came back to> (see its --help).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD"
 O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -40,4 +41,4 @@ for part in ${PARTS:-holdout}; do
   esac
 done
 log done
-} 2>&1 | tee "$O/issue28_log.txt"
+} 2>&1 | tee "$O/gpu_io_log.txt"
