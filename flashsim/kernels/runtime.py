@@ -19,6 +19,11 @@ one calm sentence the course's session helper (:func:`flashsim.course.kit.sessio
 triton it returns an ``"unavailable"`` backend saying why and how to fix it (the line of
 :func:`flashsim.errors.missing`); :meth:`Backend.require` turns that into a :class:`~flashsim.errors.FlashsimError`.
 This module imports neither torch nor triton at import time.
+
+The same decision keeps floating-point fusion (a*b+c compiled to one FMA) on, as every measurement of the kernels
+had it: ``TRITON_DEFAULT_FP_FUSION=1`` unless the caller set it. Triton 3.9 fuses by default but warns once per
+process that 3.10 will not; the setting keeps the kernels' rounding and speed the same across that change and
+spares a learner the warning.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from flashsim.errors import FlashsimError, not_installed
 INSTALL_FIX = 'pip install "flashsim[kernels]"'
 
 _ENV = "TRITON_INTERPRET"
+_FP_FUSION_ENV = "TRITON_DEFAULT_FP_FUSION"
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,7 @@ def _decide(interpret: bool | None) -> Backend:
                             "flashsim.course.kit.session.start() (or flashsim.kernels.select_backend()) before "
                             f"`import triton`, or set {_ENV}={'1' if interpret else '0'} before starting Python")
     os.environ[_ENV] = "1" if interpret else "0"
+    os.environ.setdefault(_FP_FUSION_ENV, "1")      # fused multiply-adds, as measured (module docstring)
     if interpret:
         return Backend("interpreter", why)
     return Backend("gpu", why or "a CUDA GPU is available", device_name=torch.cuda.get_device_name(0))

@@ -14,10 +14,10 @@ from flashsim.kernels import runtime
 
 
 def _fresh(code: str, gpu: bool = False, **env) -> subprocess.CompletedProcess:
-    """``code`` in a fresh Python without the caller's TRITON_INTERPRET, on a machine with no visible CUDA GPU
-    unless ``gpu``."""
+    """``code`` in a fresh Python without the caller's TRITON_INTERPRET and TRITON_DEFAULT_FP_FUSION, on a machine
+    with no visible CUDA GPU unless ``gpu``."""
     import os
-    e = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    e = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TRITON_DEFAULT_FP_FUSION")}
     if not gpu:
         e["CUDA_VISIBLE_DEVICES"] = ""
     e.update(env)
@@ -35,6 +35,14 @@ def _no_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
 
+def test_the_decision_keeps_fp_fusion_on_unless_the_caller_chose():
+    code = "import os, flashsim.kernels; print(os.environ['TRITON_DEFAULT_FP_FUSION'])"
+    p = _fresh(code)
+    assert p.returncode == 0 and p.stdout.split() == ["1"], p.stderr
+    p = _fresh(code, TRITON_DEFAULT_FP_FUSION="0")
+    assert p.returncode == 0 and p.stdout.split() == ["0"], p.stderr
+
+
 def test_import_prints_nothing_and_decides_the_interpreter_without_a_gpu():
     p = _fresh("import os, flashsim.kernels as K; print(K.INTERPRETER, os.environ['TRITON_INTERPRET'])")
     assert p.returncode == 0, p.stderr
@@ -49,6 +57,7 @@ def test_with_a_gpu_the_import_decides_the_gpu_silently_and_the_kernels_take_cud
                "print(y.device.type, bool(torch.allclose(y, torch.softmax(x, -1), atol=1e-6)))", gpu=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["False", "0", "cuda", "True"] and "flashsim" not in p.stderr
+    assert "FP_FUSION" not in p.stderr                       # triton 3.9's warning when the default is unset
 
 
 def test_first_kernel_says_in_one_line_that_the_default_is_the_interpreter_unless_someone_chose():
