@@ -10,7 +10,8 @@
 # triton 3.9.0's cp312 wheel without its AMD backend, CUPTI and proton, its ptxas a link to ptxas-blackwell
 # (CUDA 13.4); it needs TRITON_BACKENDS_IN_TREE=1. Writes $OUT/override_t36.json and $OUT/override_t39.json.
 # Knobs: TRITONS ("36 39"; one of them alone when the call is short: "36" needs no carry, so it fits beside
-# fa4_carry.sh's stash call), BUDGET_S (540: the whole call).
+# fa4_carry.sh's stash call), BUDGET_S (540: the whole call), FWD_OVERRIDE (unset; '{"d64_causal0": {...}}': those
+# forward entries replaced too, each timed beside the committed one in its rows: gluon_validate's --fwd-override).
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 OVERRIDE=${OVERRIDE:-'{"WG_LOCAL": true}'}
@@ -33,5 +34,6 @@ for T in $TRITONS; do
   B=$(( $(left) / (T == 36 && ${#TRITONS} > 2 ? 2 : 1) - 10 ))
   echo "== triton $T: $B s for gluon_validate (grid $GRID)"
   timeout "$B" python3 benchmarks/gluon_validate.py --bwd --grid $GRID --bwd-override "$OVERRIDE" --no-triton \
+    ${FWD_OVERRIDE:+--fwd-override "$FWD_OVERRIDE"} \
     --ns 8192 --dtypes fp16 --rounds 5 --warmup 10 --rep 25 --out "$O/override_t$T.json" 2>&1 | q | tail -25
 done
