@@ -111,8 +111,10 @@ def forward_config(d: int, causal: bool, N: int, configs: dict | None = None, by
 #: fp32 dQ tile 32 KB + L and delta 2 x 2 x 256 B = 177 KB; at d=64, BLOCK_M=128, 2 slots: 16 + 16 + 2 x 16 + 2 x 16
 #: + 32 + 32 + 2 KB = 162 KB.
 BWD_CONFIGS = {
-    (64, False): dict(BLOCK_M=128, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
-    (64, True): dict(BLOCK_M=128, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
+    (64, False): dict(BLOCK_M=128, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True,
+                      WG_LOCAL=True),
+    (64, True): dict(BLOCK_M=128, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True,
+                     WG_LOCAL=True),
     (128, False): dict(BLOCK_M=64, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
     (128, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=False, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
 }
@@ -122,7 +124,9 @@ BWD_CONFIGS = {
 #: joins the barrier after dS is stored. Triton 3.9's shared-memory barrier pass puts a barrier over both compute
 #: warpgroups behind every wgmma wait of an 8-warp partition (7 barriers per query block, 3.6 had 5); the kernel's
 #: own two barriers per block already order every shared-memory store against the other warpgroup's reads, so with
-#: WG_LOCAL a block has 3 under triton 3.9 and 4 under 3.6.
+#: WG_LOCAL a block has 3 under triton 3.9 and 4 under 3.6. On in the d=64 entries: timed beside the same kernel
+#: without it, the d=64 backward took about 0.93x the time under triton 3.9 and the same under 3.6; at d=128 it took
+#: about 1.04x under either, so it stays off there (benchmarks/results/NOTES.md).
 BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168, WG_LOCAL=False)
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
