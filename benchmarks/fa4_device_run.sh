@@ -11,7 +11,10 @@
 #   call 2, carry [".whl/fa4/b"]:  OUT=$OUT bash benchmarks/fa4_device_run.sh
 # Each carry plus the working tree must stay under ~60 MiB (fa4_wheels.py prints both sums). Without call 1's stash
 # (call 2 came to a fresh machine) it stops at once (exit 3) unless NO_FA4_OK=1 (then FA4's column is absent). Knobs: ROUNDS (5), BUDGET_S (560: the
-# whole call), WARM_S (200: the parallel compile), GLUON_S (0: seconds kept for gluon_validate's table with FA4).
+# whole call), WARM_S (200: the parallel compile), GLUON_S (0: seconds kept for gluon_validate's table with FA4),
+# TRITON_SITE (unset: the machine's triton; a folder with another triton to run the course's kernels under, e.g. the
+# lock's 3.9 that `TRITONS=39 bash benchmarks/gluon_bwd_override_run.sh` unpacked into /tmp/site39 on this machine:
+# its tarball and FA4's part B do not fit one carry, so that call goes between the two of FA4).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -31,6 +34,9 @@ else
   # without the column it is for; repeat call 1 and then this call at once
   log "FA4 wheels missing or broken (no stash from call 1 on this machine?): stopping; NO_FA4_OK=1 runs anyway"
   exit 3
+fi
+if [ -n "${TRITON_SITE:-}" ]; then
+  export PYTHONPATH=$TRITON_SITE${PYTHONPATH:+:$PYTHONPATH} TRITON_BACKENDS_IN_TREE=1
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4_cache
