@@ -16,16 +16,17 @@ set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 OVERRIDE=${OVERRIDE:-'{"WG_LOCAL": true}'}
 TRITONS=${TRITONS:-36 39}
+SITE39=${TRITON_SITE:-/tmp/site39}   # where 3.9 is unpacked (fa4_device_run.sh's TRITON_SITE can then name it)
 export PYTHONUNBUFFERED=1
 q() { grep -v "UserWarning\|warn_once\|warnings.warn\|leaked\|nanobind\|skipped remainder"; }
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-540} - ($(date +%s) - T0) )); }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
 case " $TRITONS " in *" 39 "*)
-  mkdir -p /tmp/site39 && tar xJf .whl/t39/triton39.tar.xz -C /tmp/site39 && chmod +x /tmp/site39/triton/backends/nvidia/bin/*
+  mkdir -p "$SITE39" && tar xJf .whl/t39/triton39.tar.xz -C "$SITE39" && chmod +x "$SITE39"/triton/backends/nvidia/bin/*
 esac
 for T in $TRITONS; do
   # the correctness grid runs under 3.9 (where the barriers differ), and under 3.6 when it is the only triton
-  if [ $T = 39 ]; then export PYTHONPATH=/tmp/site39:$PWD TRITON_BACKENDS_IN_TREE=1 TRITON_CACHE_DIR=/tmp/tc39; GRID=bwd
+  if [ $T = 39 ]; then export PYTHONPATH=$SITE39:$PWD TRITON_BACKENDS_IN_TREE=1 TRITON_CACHE_DIR=/tmp/tc39; GRID=bwd
   else export PYTHONPATH=$PWD TRITON_CACHE_DIR=/tmp/tc36; GRID=$([ "$TRITONS" = 36 ] && echo bwd || echo none); fi
   python3 -c "import triton, torch; print('== triton', triton.__version__, 'torch', torch.__version__)"
   for c in '{}' "$OVERRIDE"; do

@@ -538,5 +538,5 @@ def _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg):
 __all__ = ["available", "supports", "forward_path", "gluon_forward", "backward_path", "gluon_backward",
            "forward_config", "balanced_tile_lists", "BALANCE_METHODS", "fwd_tile_list", "fwd_tile_kv_tiles",
            "TILE_OVERHEAD_KV_TILES", "HEAD_DIMS", "FWD_CONFIGS", "FWD_CONFIG_KEYS", "FWD_CONFIGS_BY_N",
-           "fwd_constexprs", "fwd_smem_bytes", "bwd_constexprs", "BWD_CONFIGS", "BWD_CONFIG_KEYS", "BWD_CONFIG_DEFAULTS",
-           "BWD_DEFAULT_FROM_N"]
+           "fwd_constexprs", "fwd_smem_bytes", "bwd_constexprs", "BWD_CONFIGS", "BWD_CONFIG_KEYS",
+           "BWD_CONFIG_DEFAULTS", "BWD_DEFAULT_FROM_N"]
