@@ -165,14 +165,16 @@ def test_gluon_backward_rejects_unknown_config_keys():
 
 @hopper
 @pytest.mark.gpu
-@pytest.mark.parametrize("option", [dict(LSE_SMEM=True, WG_LOCAL=True), dict(LSE_SMEM=True, WG_LOCAL=False),
-                                    dict(LSE_SMEM=False)])
+@pytest.mark.parametrize("option", [dict(LSE_SMEM=True, WG_LOCAL=True, DQ_WAIT_LATE=True),
+                                    dict(LSE_SMEM=True, WG_LOCAL=True, DQ_WAIT_LATE=False),
+                                    dict(LSE_SMEM=True, WG_LOCAL=False, DQ_WAIT_LATE=False), dict(LSE_SMEM=False)])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("n", [1, 1001])
 def test_gluon_backward_options_compute_the_same_gradients(option, d, causal, n):
     """Every launch option of the backward (L/delta through shared memory or by pointer, which --tune chooses
-    between; WG_LOCAL's warpgroup-local waits, after which only the kernel's own barriers order its stores) gives
+    between; WG_LOCAL's warpgroup-local waits, after which only the kernel's own barriers order its stores, with the
+    dQ tile's wait before the dS store or at the barrier after it, DQ_WAIT_LATE) gives
     gradients within 2x SDPA's error, at N = 1 and a ragged N that is not a multiple of 4 (rows of L and delta whose
     TMA copies would start unaligned without the padding of :func:`flashsim.kernels.gluon.bwd_host.bwd_prologue`)."""
     torch.manual_seed(d + causal + n)
@@ -255,7 +257,8 @@ def test_backward_waits_for_its_own_warpgroup_only_and_drops_the_barriers_behind
     """WG_LOCAL marks the backward's wgmma waits as waits for the calling warpgroup only, so that Triton's
     shared-memory barrier pass does not put a barrier over both compute warpgroups behind each of them (triton 3.9
     does, 3.6 did not); the kernel's own barriers order its shared-memory stores. An offline sm_90 compile (no GPU)
-    must show fewer barriers with it than without, under whichever triton is installed."""
+    must show fewer barriers with it than without, under whichever triton is installed, and moving the dQ tile's
+    wait to the barrier after the dS store (DQ_WAIT_LATE) must add none."""
     pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
     import json
     import subprocess
@@ -264,11 +267,13 @@ def test_backward_waits_for_its_own_warpgroup_only_and_drops_the_barriers_behind
 
     root = Path(__file__).resolve().parents[2]
     counts = {}
-    for cfg in ('{"WG_LOCAL": false}', '{"WG_LOCAL": true}'):
+    none, local, both = ('{"WG_LOCAL": false, "DQ_WAIT_LATE": false}', '{"WG_LOCAL": true, "DQ_WAIT_LATE": false}',
+                         '{"WG_LOCAL": true, "DQ_WAIT_LATE": true}')
+    for cfg in (none, local, both):
         run = subprocess.run([sys.executable, str(root / "benchmarks/experiments/gluon_compile_sm90.py"), "--bwd",
                               "--d", "128", "--causal", "0", "--cfg", cfg], capture_output=True, text=True,
                              timeout=600, cwd=root)
         recs = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
         assert recs and "bar_syncs" in recs[0], (run.stdout[-2000:], run.stderr[-2000:])
         counts[cfg] = recs[0]["bar_syncs"]
-    assert counts['{"WG_LOCAL": true}'] < counts['{"WG_LOCAL": false}'], counts
+    assert counts[both] <= counts[local] < counts[none], counts

@@ -112,22 +112,24 @@ def forward_config(d: int, causal: bool, N: int, configs: dict | None = None, by
 #: + 32 + 32 + 2 KB = 162 KB.
 BWD_CONFIGS = {
     (64, False): dict(BLOCK_M=128, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True,
-                      WG_LOCAL=True),
+                      WG_LOCAL=True, DQ_WAIT_LATE=True),
     (64, True): dict(BLOCK_M=128, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True,
-                     WG_LOCAL=True),
+                     WG_LOCAL=True, DQ_WAIT_LATE=True),
     (128, False): dict(BLOCK_M=64, STAGES=2, DS_TRANS=True, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
     (128, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=False, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
 }
 
 #: what :func:`gluon_backward` takes for an option a configuration leaves out. WG_LOCAL: the compute warps' wgmma
-#: waits wait for their own warpgroup only (``_compat.mma_wait``), and the wait for the previous dQ add's read
-#: joins the barrier after dS is stored. Triton 3.9's shared-memory barrier pass puts a barrier over both compute
+#: waits wait for their own warpgroup only (``_compat.mma_wait``); DQ_WAIT_LATE: the wait for the previous dQ add's
+#: read of the dQ tile moves from before the dS store to the barrier after it (the two together: "with WG_LOCAL"
+#: below). Triton 3.9's shared-memory barrier pass puts a barrier over both compute
 #: warpgroups behind every wgmma wait of an 8-warp partition (7 barriers per query block, 3.6 had 5); the kernel's
 #: own two barriers per block already order every shared-memory store against the other warpgroup's reads, so with
 #: WG_LOCAL a block has 3 under triton 3.9 and 4 under 3.6. On in the d=64 entries: timed beside the same kernel
 #: without it, the d=64 backward took about 0.93x the time under triton 3.9 and the same under 3.6; at d=128 it took
 #: about 1.04x under either, so it stays off there (benchmarks/results/NOTES.md).
-BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168, WG_LOCAL=False)
+BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168, WG_LOCAL=False,
+                           DQ_WAIT_LATE=False)
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
 #: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
@@ -414,7 +416,7 @@ def bwd_constexprs(cfg: dict, causal: bool, d: int, gdt) -> dict:
                 DQ_WN=1 if block_m == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=bool(cfg["DQ_TMA"]),
                 PIPE=bool(cfg["PIPE"]), REVERSE=bool(cfg["REVERSE"]),
                 DS_LAYOUT=gl.NVMMASharedLayout.get_default_for(ds_shape, gdt), LSE_SMEM=bool(cfg["LSE_SMEM"]),
-                WG_LOCAL=bool(cfg["WG_LOCAL"]))
+                WG_LOCAL=bool(cfg["WG_LOCAL"]), DQ_WAIT_LATE=bool(cfg["DQ_WAIT_LATE"]))
 
 
 #: the keys a backward configuration may set (:data:`BWD_CONFIGS`, ``gluon_backward(config=...)``)

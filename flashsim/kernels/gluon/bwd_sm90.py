@@ -124,7 +124,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
               CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
               ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False,
-              WG_LOCAL: gl.constexpr = False):
+              WG_LOCAL: gl.constexpr = False, DQ_WAIT_LATE: gl.constexpr = False):
     """One query block i against the CTA's keys. ISSUED: its Sᵀ and dPᵀ were issued by the step before (else it
     issues them here); NEXT: issue those of block i+1 before waiting for this block's dQ (so the tensor cores stay
     busy while dQ goes out) and return their tokens. ``lse_src``, ``delta_src``: L and delta as pointers to rows of
@@ -175,14 +175,14 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     dsT = (pT * (dpT - gl.expand_dims(delta, 0))).to(dtype)
     dsT_op = gl.convert_layout(dsT, op_layout)
     dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
-    if DQ_TMA and not WG_LOCAL:
+    if DQ_TMA and not DQ_WAIT_LATE:
         tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
     if DS_TRANS:
         ds_smem.store(dsT)                           # (BLOCK_N, BLOCK_M); dQ reads it transposed
     else:
         ds_smem.store(gl.permute(dsT, (1, 0)))       # (BLOCK_M, BLOCK_N)
     fence_async_shared()
-    if DQ_TMA and WG_LOCAL:
+    if DQ_TMA and DQ_WAIT_LATE:
         tma.store_wait(0)                            # the same wait, ordered for the others by the barrier below
     _sync()                                          # every warp's part of dS is in shared memory
     if DS_TRANS:
@@ -226,7 +226,8 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
                  dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
                  CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                  STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
-                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr, WG_LOCAL: gl.constexpr):
+                 PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr, WG_LOCAL: gl.constexpr,
+                 DQ_WAIT_LATE: gl.constexpr):
     """Two warpgroups, 64 keys each (wgmma layouts with 8 warps along the 128 keys): dK, dV in registers for the
     whole CTA; PIPE: Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added."""
     dtype: gl.constexpr = q_bufs.dtype
@@ -247,17 +248,17 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
             dk, dv, sT, dpT = _bwd_step(c, _m_block(c, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem,
                                         dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0,
                                         N, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA,
-                                        True, True, LSE_SMEM, WG_LOCAL)
+                                        True, True, LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE)
         dk, dv = _bwd_step(hi - lo - 1, _m_block(hi - lo - 1, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                            ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                            CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, True, False,
-                           LSE_SMEM, WG_LOCAL)
+                           LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE)
     else:
         for c in range(0, hi - lo):
             dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                                ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM, WG_LOCAL)
+                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE)
     if DQ_TMA:
         tma.store_wait(0)                            # the last dQ add has read dq_smem before the CTA exits
 
@@ -276,7 +277,8 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
                   delta_ptr, qk_scale, sm_scale, N, N_LSE, n_kblk, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                   BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, DQ_WN: gl.constexpr,
                   DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr, PIPE: gl.constexpr, REVERSE: gl.constexpr,
-                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False, WG_LOCAL: gl.constexpr = False):
+                  DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False, WG_LOCAL: gl.constexpr = False,
+                  DQ_WAIT_LATE: gl.constexpr = False):
     """Allocate K, V, the Q/dO ring (LSE_SMEM: with L and delta slots), the dS tile, the dQ tile and the mbarriers,
     then fork into producer and compute. The two compute warpgroups are one 8-warp partition sharing one dS tile.
     LSE_SMEM: L and delta come through the ring with Q and dO (TMA), so the compute warps read them from shared
@@ -314,7 +316,7 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
         (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
                         dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
                         CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM,
-                        WG_LOCAL)),
+                        WG_LOCAL, DQ_WAIT_LATE)),
         (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
                          lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
                          STAGES, REVERSE, LSE_SMEM)),
