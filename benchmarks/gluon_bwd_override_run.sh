@@ -2,7 +2,8 @@
 # One GPU call (Hopper, no network): a Gluon backward option against the committed configuration, under the device
 # image's triton and under the course's locked triton (3.9, carried as a stripped tarball), fp16, N=8192.
 #
-#   carry [".whl/t39"]:  OVERRIDE='{"WG_LOCAL": true}' OUT=$OUT bash benchmarks/gluon_bwd_override_run.sh
+#   carry [".whl/t39"]:  OVERRIDE='{"WG_LOCAL": true, "DQ_WAIT_LATE": false}' OUT=$OUT \
+#                          bash benchmarks/gluon_bwd_override_run.sh
 #
 # For each triton: the offline sm_90 compile of both configurations (registers, spills, barriers in the PTX), then
 # benchmarks/gluon_validate.py --bwd with the override (the correctness grid under 3.9, where the kernels' barriers
@@ -14,7 +15,8 @@
 # forward entries replaced too, each timed beside the committed one in its rows: gluon_validate's --fwd-override).
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O"
-OVERRIDE=${OVERRIDE:-'{"WG_LOCAL": true}'}
+# default: WG_LOCAL's warpgroup-local waits without its moved dQ wait (d=128: off in the entries; d=64: both on)
+OVERRIDE=${OVERRIDE:-'{"WG_LOCAL": true, "DQ_WAIT_LATE": false}'}
 TRITONS=${TRITONS:-36 39}
 SITE39=${TRITON_SITE:-/tmp/site39}   # where 3.9 is unpacked (fa4_device_run.sh's TRITON_SITE can then name it)
 export PYTHONUNBUFFERED=1
