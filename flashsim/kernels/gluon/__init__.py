@@ -119,15 +119,15 @@ BWD_CONFIGS = {
     (128, True): dict(BLOCK_M=64, STAGES=2, DS_TRANS=False, DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=True),
 }
 
-#: what :func:`gluon_backward` takes for an option a configuration leaves out. WG_LOCAL: the compute warps' wgmma waits
-#: wait for their own warpgroup only (``_compat.mma_wait``); DQ_WAIT_LATE: the wait for the previous dQ add's read of
-#: the dQ tile moves from before the dS store to the barrier after it (the two together: "with WG_LOCAL" below). Triton
-#: 3.9's shared-memory barrier pass puts a barrier over both compute warpgroups behind every wgmma wait of an 8-warp
-#: partition (7 barriers per query block, 3.6 had 5); the kernel's own two barriers per block already order every
-#: shared-memory store against the other warpgroup's reads, so with WG_LOCAL a block has 3 under triton 3.9 and 4 under
-#: 3.6. On in the d=64 entries: timed beside the same kernel without it, the d=64 backward took about 0.93x the time
-#: under triton 3.9 and the same under 3.6; at d=128 it took about 1.04x under either, so it stays off there
-#: (benchmarks/results/NOTES.md).
+#: what :func:`gluon_backward` takes for an option a configuration leaves out. Two options concern the barriers
+#: between the two compute warpgroups. Triton's shared-memory barrier pass puts a barrier over both behind wgmma
+#: waits of an 8-warp partition (3.9 behind every one), although the kernel's own two barriers per query block already
+#: order every shared-memory store against the other warpgroup's reads:
+#: - WG_LOCAL: the wgmma waits wait for the calling warpgroup only (``_compat.mma_wait``), so the pass adds none;
+#: - DQ_WAIT_LATE: the wait for the previous dQ add's read of the dQ tile moves from before the dS store to the
+#:   kernel's barrier after it.
+#: Both are on in the d=64 entries, where together they made the backward faster under triton 3.9; at d=128 they
+#: made it slower, so they stay off there (measurements: benchmarks/results/NOTES.md).
 BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168, WG_LOCAL=False,
                            DQ_WAIT_LATE=False)
 
