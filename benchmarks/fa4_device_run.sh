@@ -52,7 +52,7 @@ log "attention_speed: N=8192, $ROUNDS rounds ($(left) s left)"
 # rows start only while --budget-s lasts (the JSON and markdown are rewritten after every row); timeout is the backstop
 timeout "$(( $(left) - ${GLUON_S:-0} - 10 ))" python3 benchmarks/attention_speed.py --out "$O" --ns 8192 \
     --rounds "$ROUNDS" --warmup 10 --rep 25 --budget-s "$(( $(left) - ${GLUON_S:-0} - 60 ))" \
-    --command "OUT=\$OUT bash benchmarks/fa4_device_run.sh" 2>&1 \
+    --command "${TRITON_SITE:+TRITON_SITE=$TRITON_SITE }OUT=\$OUT bash benchmarks/fa4_device_run.sh" 2>&1 \
     | quiet | grep -v "^attention_speed:" | tail -40
 if [ "${GLUON_S:-0}" -gt 0 ] && [ "$(left)" -gt 60 ]; then
   log "gluon_validate --bwd: the Gluon tables' rows with FA4 ($(left) s left)"

@@ -257,13 +257,16 @@ def test_backward_waits_for_its_own_warpgroup_only_and_drops_the_barriers_behind
     """WG_LOCAL marks the backward's wgmma waits as waits for the calling warpgroup only, so that Triton's
     shared-memory barrier pass does not put a barrier over both compute warpgroups behind each of them (triton 3.9
     does, 3.6 did not); the kernel's own barriers order its shared-memory stores. An offline sm_90 compile (no GPU)
-    must show fewer barriers with it than without, under whichever triton is installed, and moving the dQ tile's
-    wait to the barrier after the dS store (DQ_WAIT_LATE) must add none."""
+    must show no more barriers with it than without, fewer under a triton that puts barriers behind the waits (3.9,
+    the course's lock; under 3.6 there are none to drop), and fewer with both options than with neither under
+    either triton; moving the dQ tile's wait to the barrier after the dS store (DQ_WAIT_LATE) must add none."""
     pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
     import json
     import subprocess
     import sys
     from pathlib import Path
+
+    import triton
 
     root = Path(__file__).resolve().parents[2]
     counts = {}
@@ -276,4 +279,6 @@ def test_backward_waits_for_its_own_warpgroup_only_and_drops_the_barriers_behind
         recs = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
         assert recs and "bar_syncs" in recs[0], (run.stdout[-2000:], run.stderr[-2000:])
         counts[cfg] = recs[0]["bar_syncs"]
-    assert counts[both] <= counts[local] < counts[none], counts
+    assert counts[both] <= counts[local] <= counts[none] and counts[both] < counts[none], counts
+    if tuple(int(x) for x in triton.__version__.split(".")[:2]) >= (3, 9):
+        assert counts[local] < counts[none], counts
