@@ -15,7 +15,8 @@
 # forward entries replaced too, each timed beside the committed one in its rows: gluon_validate's --fwd-override).
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O"
-# default: WG_LOCAL's warpgroup-local waits without its moved dQ wait (d=128: off in the entries; d=64: both on)
+# default: the last option timed, WG_LOCAL's warpgroup-local waits without its moved dQ wait (no faster than the
+# entries: NOTES.md, "WG_LOCAL timed"); name the option to time in OVERRIDE
 OVERRIDE=${OVERRIDE:-'{"WG_LOCAL": true, "DQ_WAIT_LATE": false}'}
 TRITONS=${TRITONS:-36 39}
 SITE39=${TRITON_SITE:-/tmp/site39}   # where 3.9 is unpacked (fa4_device_run.sh's TRITON_SITE can then name it)
