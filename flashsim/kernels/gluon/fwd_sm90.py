@@ -44,37 +44,6 @@ from ._compat import tma_load as _tma_load
 #: ln 2 as a compile-time constant of the kernel (the one definition: model.attention.online_softmax)
 _LN2 = gl.constexpr(online_softmax.LN2)
 
-#: NAMED_BARS: the hardware named barriers (ids 0-4 are Triton's own: the partitions' and the CTA's) that take the
-#: place of the ``turn``, ``k_empty`` and ``v_empty`` mbarriers: a ping-pong turn per consumer, then one per K and
-#: one per V ring slot (at most 4 of each)
-_NB_TURN = gl.constexpr(5)
-_NB_K = gl.constexpr(8)
-_NB_V = gl.constexpr(12)
-
-
-@gluon.jit
-def _bar_arrive(bar_id, n_threads, WARPS: gl.constexpr):
-    """``bar.arrive bar_id, n_threads`` by every thread of the calling partition (``WARPS`` warps): counts them at
-    that named barrier without waiting. Unlike ``mbarrier.arrive``, which one elected thread issues behind a barrier
-    over the warpgroup, each warp counts itself as soon as its own wait for the wgmma that read the slot returned
-    (FA3/FA4's consumer release)."""
-    lay: gl.constexpr = gl.BlockedLayout([1], [32], [WARPS], [0])
-    gl.inline_asm_elementwise("mov.u32 $0, 0; bar.arrive $1, $2;", "=r,r,r",
-                              [gl.zeros([32 * WARPS], gl.int32, lay) + bar_id,
-                               gl.zeros([32 * WARPS], gl.int32, lay) + n_threads],
-                              dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _bar_sync(bar_id, n_threads, WARPS: gl.constexpr):
-    """``bar.sync bar_id, n_threads`` by every thread of the calling partition: waits until ``n_threads`` threads
-    (these and those that arrived) have reached that named barrier."""
-    lay: gl.constexpr = gl.BlockedLayout([1], [32], [WARPS], [0])
-    gl.inline_asm_elementwise("mov.u32 $0, 0; bar.sync $1, $2;", "=r,r,r",
-                              [gl.zeros([32 * WARPS], gl.int32, lay) + bar_id,
-                               gl.zeros([32 * WARPS], gl.int32, lay) + n_threads],
-                              dtype=gl.int32, is_pure=False, pack=1)
-
 
 class _Config(NamedTuple):
     """The compile-time configuration of :func:`attn_fwd_sm90` (its constexprs as
@@ -90,7 +59,6 @@ class _Config(NamedTuple):
     BALANCED: bool
     PV_WAIT_BLOCK: bool
     V_STAGES: int
-    NAMED_BARS: bool
 
 
 class _Schedule(NamedTuple):
@@ -157,19 +125,6 @@ def _tile_at(sched, i0, it, BALANCED: gl.constexpr):
 
 
 @gluon.jit
-def _wait_slot(empty, s, count, SLOTS: gl.constexpr, NB_BASE: gl.constexpr, RELEASE: gl.constexpr,
-               NAMED_BARS: gl.constexpr):
-    """The producer's wait before the ``count``-th fill of ring slot ``s`` (of ``SLOTS``): until every consumer
-    has released the slot's previous fill, on its ``empty`` mbarrier, or (NAMED_BARS) at named barrier
-    ``NB_BASE + s``. A slot's first fill waits for nothing."""
-    if NAMED_BARS:
-        if count >= SLOTS:
-            _bar_sync(NB_BASE + s, RELEASE, 1)
-    else:
-        mbarrier.wait(empty.index(s), ((count // SLOTS) & 1) ^ 1)
-
-
-@gluon.jit
 def _producer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr, qk_scale):
     """The load warp: TMA copies only, each completing on the ``ready`` mbarrier of its slot.
 
@@ -187,10 +142,8 @@ def _producer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
     BALANCED: gl.constexpr = cfg.BALANCED
     q_desc, k_desc, v_desc = descs
     q_bufs, k_bufs, v_bufs = bufs
-    NAMED_BARS: gl.constexpr = cfg.NAMED_BARS
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     CTA_M: gl.constexpr = NC * BLOCK_M
-    RELEASE: gl.constexpr = NC * 128 + 32   # NAMED_BARS: threads at a slot's barrier (the consumers and this warp)
     kc = 0                # K tiles issued: slot kc % STAGES
     vc = 0                # V tiles issued: slot vc % V_STAGES
     tile_count = 0        # output tiles started: Q buffer tile_count % 2
@@ -211,7 +164,7 @@ def _producer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
             _tma_load(q_desc, [row0 + mblk * CTA_M + c * BLOCK_M, 0],
                                             q_ready.index(2 * c + qb), q_bufs.index(2 * c + qb))
         s = kc % STAGES
-        _wait_slot(k_empty, s, kc, STAGES, _NB_K, RELEASE, NAMED_BARS)   # every consumer is done with this K slot
+        mbarrier.wait(k_empty.index(s), ((kc // STAGES) & 1) ^ 1)   # every consumer is done with this K slot
         mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
         # TMA: K tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
         _tma_load(k_desc, [row0, 0], k_ready.index(s), k_bufs.index(s))
@@ -221,28 +174,19 @@ def _producer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
             for j in range(n_kv):
                 if j + 1 < n_kv:
                     s = kc % STAGES
-                    _wait_slot(k_empty, s, kc, STAGES, _NB_K, RELEASE, NAMED_BARS)
+                    mbarrier.wait(k_empty.index(s), ((kc // STAGES) & 1) ^ 1)
                     mbarrier.expect(k_ready.index(s), k_desc.block_type.nbytes)
                     # TMA: K tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
                     _tma_load(k_desc, [row0 + (j + 1) * BLOCK_N, 0], k_ready.index(s),
                                                     k_bufs.index(s))
                     kc += 1
                 s = vc % V_STAGES
-                _wait_slot(v_empty, s, vc, V_STAGES, _NB_V, RELEASE, NAMED_BARS)   # every consumer is done with V
+                mbarrier.wait(v_empty.index(s), ((vc // V_STAGES) & 1) ^ 1)   # every consumer is done with V
                 mbarrier.expect(v_ready.index(s), v_desc.block_type.nbytes)
                 # TMA: V tile, BLOCK_N*d elements, once per ring slot (shared by the NC consumers)
                 _tma_load(v_desc, [row0 + j * BLOCK_N, 0], v_ready.index(s), v_bufs.index(s))
                 vc += 1
         tile_count += 1
-    if NAMED_BARS:
-        # the consumers' last release of each slot that was filled: a named barrier counts arrivals, so each one
-        # is matched by a sync before the CTA ends
-        for s in gl.static_range(STAGES):
-            if kc > s:
-                _bar_sync(_NB_K + s, RELEASE, 1)
-        for s in gl.static_range(V_STAGES):
-            if vc > s:
-                _bar_sync(_NB_V + s, RELEASE, 1)
 
 
 @gluon.jit
@@ -300,39 +244,6 @@ def _store_tile(acc, m_i, l_i, bh, q0, o_ptr, lse_ptr, N, o_layout: gl.constexpr
 
 
 @gluon.jit
-def _turn_wait(turn, C: gl.constexpr, turn_count, FIRST: gl.constexpr, NAMED_BARS: gl.constexpr,
-               OPENING: gl.constexpr = False):
-    """Ping-pong: wait for consumer C's turn to issue its wgmma, on its ``turn`` mbarrier (consumer 0's first wait
-    passes at once) or (NAMED_BARS) at its named barrier, where the consumer before it arrives (consumer 0's first
-    turn, ``OPENING``, waits for nobody)."""
-    if NAMED_BARS:
-        if not (OPENING and C == 0):
-            _bar_sync(_NB_TURN + C, 256, 4)
-    else:
-        mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
-
-
-@gluon.jit
-def _turn_pass(turn, C: gl.constexpr, NC: gl.constexpr, NAMED_BARS: gl.constexpr):
-    """Ping-pong: hand the turn to the next consumer once this one's wgmma are issued."""
-    if NAMED_BARS:
-        _bar_arrive(_NB_TURN + (C + 1) % NC, 256, 4)
-    else:
-        mbarrier.arrive(turn.index((C + 1) % NC))
-
-
-@gluon.jit
-def _release(empty, s, NB_BASE: gl.constexpr, NC: gl.constexpr, NAMED_BARS: gl.constexpr):
-    """This consumer warpgroup is done reading ring slot ``s``: arrive on its ``empty`` mbarrier (one thread,
-    behind a barrier over the warpgroup that Triton adds) or (NAMED_BARS) count every thread at named barrier
-    ``NB_BASE + s``, no barrier first."""
-    if NAMED_BARS:
-        _bar_arrive(NB_BASE + s, NC * 128 + 32, 4)
-    else:
-        mbarrier.arrive(empty.index(s))
-
-
-@gluon.jit
 def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr, qk_scale):
     """Consumer warpgroup C: BLOCK_M query rows of each tile, S and O in registers, P handed to wgmma in registers.
 
@@ -361,7 +272,6 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
     PINGPONG: gl.constexpr = cfg.PINGPONG
     BALANCED: gl.constexpr = cfg.BALANCED
     PV_WAIT_BLOCK: gl.constexpr = cfg.PV_WAIT_BLOCK
-    NAMED_BARS: gl.constexpr = cfg.NAMED_BARS
     q_desc, k_desc, v_desc = descs
     q_bufs, k_bufs, v_bufs = bufs
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
@@ -386,11 +296,11 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
     s_idx = kc % STAGES
     mbarrier.wait(k_ready.index(s_idx), (kc // STAGES) & 1)
     if PINGPONG:
-        _turn_wait(turn, C, turn_count, FIRST, NAMED_BARS, OPENING=True)
+        mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
     sc = warpgroup_mma(q_bufs.index(2 * C), k_bufs.index(s_idx).permute((1, 0)),
                        gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
     if PINGPONG:
-        _turn_pass(turn, C, NC, NAMED_BARS)
+        mbarrier.arrive(turn.index((C + 1) % NC))
         turn_count += 1
 
     for it in range(n_mine):
@@ -403,7 +313,7 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
 
         # ---- tile 0: S_0 was issued in the previous turn ----
         sc = warpgroup_mma_wait(0, deps=(sc,))
-        _release(k_empty, s_idx, _NB_K, NC, NAMED_BARS)        # this warpgroup is done reading K_0
+        mbarrier.arrive(k_empty.index(s_idx))        # this warpgroup is done reading K_0
         m_i, l_i, p = _softmax_first(sc, q0, N, qk_scale, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
         p16 = gl.convert_layout(p.to(dtype), p_layout)
         prev = kc                                    # K/V tile count of V_{j-1}: V slot prev % V_STAGES
@@ -414,16 +324,16 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
             s_idx = kc % STAGES
             mbarrier.wait(k_ready.index(s_idx), (kc // STAGES) & 1)
             if PINGPONG:
-                _turn_wait(turn, C, turn_count, FIRST, NAMED_BARS)
+                mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
             sc = warpgroup_mma(q_smem, k_bufs.index(s_idx).permute((1, 0)),
                                gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
             mbarrier.wait(v_ready.index(prev % V_STAGES), (prev // V_STAGES) & 1)
             acc = warpgroup_mma(p16, v_bufs.index(prev % V_STAGES), acc, is_async=True)
             if PINGPONG:
-                _turn_pass(turn, C, NC, NAMED_BARS)
+                mbarrier.arrive(turn.index((C + 1) % NC))
                 turn_count += 1
             sc = warpgroup_mma_wait(1, deps=(sc,))   # S_j done; the PV group may still run
-            _release(k_empty, s_idx, _NB_K, NC, NAMED_BARS)
+            mbarrier.arrive(k_empty.index(s_idx))
             if _needs_mask(q0, j, N, CAUSAL, BLOCK_N):
                 sc = _masked_scores(sc, q0, j, N, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
             m_new = gl.maximum(m_i, gl.max(sc, 1) * qk_scale)
@@ -439,7 +349,7 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
                 mbarrier.wait(k_ready.index((kc + 1) % STAGES), ((kc + 1) // STAGES) & 1)
             # P_{j-1} stays in deps so that its registers live until the PV group that reads them is done
             acc, p16 = warpgroup_mma_wait(0, deps=(acc, p16))
-            _release(v_empty, prev % V_STAGES, _NB_V, NC, NAMED_BARS)   # this warpgroup is done reading V_{j-1}
+            mbarrier.arrive(v_empty.index(prev % V_STAGES))   # this warpgroup is done reading V_{j-1}
             acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
             p16 = gl.convert_layout(p.to(dtype), p_layout)
             prev = kc
@@ -450,7 +360,7 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
         # ---- one turn: the last PV product of this tile, then S_0 of the next tile ----
         mbarrier.wait(v_ready.index(prev % V_STAGES), (prev // V_STAGES) & 1)
         if PINGPONG:
-            _turn_wait(turn, C, turn_count, FIRST, NAMED_BARS)
+            mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
         acc = warpgroup_mma(p16, v_bufs.index(prev % V_STAGES), acc, is_async=True)
         mbarrier.wait(q_ready.index(nq), ((tile_count + 1) // 2) & 1)
         s_idx = kc % STAGES
@@ -458,32 +368,27 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
         sc = warpgroup_mma(q_bufs.index(nq), k_bufs.index(s_idx).permute((1, 0)),
                            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
         if PINGPONG:
-            _turn_pass(turn, C, NC, NAMED_BARS)
+            mbarrier.arrive(turn.index((C + 1) % NC))
             turn_count += 1
         acc, p16 = warpgroup_mma_wait(1, deps=(acc, p16))   # the PV group is done; the next S_0 may run
-        _release(v_empty, prev % V_STAGES, _NB_V, NC, NAMED_BARS)
+        mbarrier.arrive(v_empty.index(prev % V_STAGES))
         # ---- epilogue, while the next S_0 runs ----
         _store_tile(acc, m_i, l_i, bh, q0, o_ptr, lse_ptr, N, o_layout, s_layout, BLOCK_M, HEAD_D)
         tile_count += 1
 
     # ---- the extra S_0 issued after the last tile: wait for it and release its K slot and Q buffer ----
     sc = warpgroup_mma_wait(0, deps=(sc,))
-    _release(k_empty, s_idx, _NB_K, NC, NAMED_BARS)
+    mbarrier.arrive(k_empty.index(s_idx))
     mbarrier.arrive(q_empty.index(2 * C + tile_count % 2))
-    if NAMED_BARS and PINGPONG and C == 0:
-        # the last consumer's last turn hands the turn back to consumer 0: match that arrival before the CTA ends
-        _turn_wait(turn, C, turn_count, FIRST, NAMED_BARS)
 
 
 @gluon.jit
 def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
                   CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                  BALANCED: gl.constexpr = False, PV_WAIT_BLOCK: gl.constexpr = False, V_STAGES: gl.constexpr = 2,
-                  NAMED_BARS: gl.constexpr = False):
+                  BALANCED: gl.constexpr = False, PV_WAIT_BLOCK: gl.constexpr = False, V_STAGES: gl.constexpr = 2):
     """Allocate the shared-memory ring and the mbarriers, then fork into producer and consumer partitions."""
     gl.static_assert(NC == 2 or NC == 3, "two or three consumer warpgroups")
-    gl.static_assert(not NAMED_BARS or (STAGES <= 4 and V_STAGES <= 4), "named barriers for at most 4 slots a ring")
     dtype: gl.constexpr = q_desc.dtype
     q_bufs = gl.allocate_shared_memory(dtype, [2 * NC, BLOCK_M, HEAD_D], q_desc.layout)   # 2 per consumer
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_D], k_desc.layout)
@@ -515,8 +420,7 @@ def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mbl
     # Triton passes as a constexpr) into run-time values, and so change the generated code.
     gl.warp_specialize(
         [(_consumer if c < NC else _producer,
-          (c, _Config(CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES,
-                  NAMED_BARS), N,
+          (c, _Config(CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES), N,
            _Schedule(BH, n_mblk, n_tiles, sec, order_ptr, start_ptr), (q_desc, k_desc, v_desc),
            (q_bufs, k_bufs, v_bufs), (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn), o_ptr, lse_ptr,
            qk_scale))
