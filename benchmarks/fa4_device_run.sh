@@ -13,7 +13,7 @@
 # (call 2 came to a fresh machine) it stops at once (exit 3) unless NO_FA4_OK=1 (then FA4's column is absent). Knobs: ROUNDS (5), BUDGET_S (560: the
 # whole call), WARM_S (200: the parallel compile), GLUON_S (0: seconds kept for gluon_validate's table with FA4),
 # TRITON_SITE (unset: the machine's triton; a folder with another triton to run the course's kernels under, e.g. the
-# lock's 3.9 that `TRITONS=39 bash benchmarks/gluon_bwd_override_run.sh` unpacked into /tmp/site39 on this machine:
+# lock's 3.9 that `bash benchmarks/triton_carry.sh unpack` (carry [".whl/t39"]) put in /tmp/site39 on this machine:
 # its tarball and FA4's part B do not fit one carry, so that call goes between the two of FA4).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1

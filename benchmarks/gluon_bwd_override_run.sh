@@ -7,9 +7,9 @@
 #
 # For each triton: the offline sm_90 compile of both configurations (registers, spills, barriers in the PTX), then
 # benchmarks/gluon_validate.py --bwd with the override (the correctness grid under 3.9, where the kernels' barriers
-# differ; then each row timed beside the committed configuration, median of 5 interleaved rounds). The 3.9 tarball:
-# triton 3.9.0's cp312 wheel without its AMD backend, CUPTI and proton, its ptxas a link to ptxas-blackwell
-# (CUDA 13.4); it needs TRITON_BACKENDS_IN_TREE=1. Writes $OUT/override_t36.json and $OUT/override_t39.json.
+# differ; then each row timed beside the committed configuration, median of 5 interleaved rounds). The 3.9 tarball
+# (`bash benchmarks/triton_carry.sh` builds it): triton 3.9.0's cp312 wheel without its AMD backend, CUPTI and proton,
+# its ptxas a link to ptxas-blackwell (CUDA 13.4); it needs TRITON_BACKENDS_IN_TREE=1. Writes $OUT/override_t36.json and $OUT/override_t39.json.
 # Knobs: TRITONS ("36 39"; one of them alone when the call is short: "36" needs no carry, so it fits beside
 # fa4_carry.sh's stash call), BUDGET_S (540: the whole call), FWD_OVERRIDE (unset; '{"d64_causal0": {...}}': those
 # forward entries replaced too, each timed beside the committed one in its rows: gluon_validate's --fwd-override).
@@ -25,7 +25,7 @@ q() { grep -v "UserWarning\|warn_once\|warnings.warn\|leaked\|nanobind\|skipped 
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-540} - ($(date +%s) - T0) )); }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
 case " $TRITONS " in *" 39 "*)
-  mkdir -p "$SITE39" && tar xJf .whl/t39/triton39.tar.xz -C "$SITE39" && chmod +x "$SITE39"/triton/backends/nvidia/bin/*
+  bash benchmarks/triton_carry.sh unpack "$SITE39"
 esac
 for T in $TRITONS; do
   # the correctness grid runs under 3.9 (where the barriers differ), and under 3.6 when it is the only triton
