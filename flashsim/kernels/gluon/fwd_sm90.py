@@ -59,7 +59,6 @@ class _Config(NamedTuple):
     BALANCED: bool
     PV_WAIT_BLOCK: bool
     V_STAGES: int
-    RESCALE_LATE: bool
 
 
 class _Schedule(NamedTuple):
@@ -273,7 +272,6 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
     PINGPONG: gl.constexpr = cfg.PINGPONG
     BALANCED: gl.constexpr = cfg.BALANCED
     PV_WAIT_BLOCK: gl.constexpr = cfg.PV_WAIT_BLOCK
-    RESCALE_LATE: gl.constexpr = cfg.RESCALE_LATE
     q_desc, k_desc, v_desc = descs
     q_bufs, k_bufs, v_bufs = bufs
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
@@ -318,8 +316,6 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
         mbarrier.arrive(k_empty.index(s_idx))        # this warpgroup is done reading K_0
         m_i, l_i, p = _softmax_first(sc, q0, N, qk_scale, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
         p16 = gl.convert_layout(p.to(dtype), p_layout)
-        if RESCALE_LATE:
-            alpha = gl.full_like(l_i, 1.0)           # O's pending rescale (none before P_0 V_0)
         prev = kc                                    # K/V tile count of V_{j-1}: V slot prev % V_STAGES
         kc += 1
 
@@ -331,9 +327,6 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
                 mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
             sc = warpgroup_mma(q_smem, k_bufs.index(s_idx).permute((1, 0)),
                                gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
-            if RESCALE_LATE:
-                # the previous tile's rescale, while S_j runs (FA3's order), rather than before S_j is issued
-                acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
             mbarrier.wait(v_ready.index(prev % V_STAGES), (prev // V_STAGES) & 1)
             acc = warpgroup_mma(p16, v_bufs.index(prev % V_STAGES), acc, is_async=True)
             if PINGPONG:
@@ -357,8 +350,7 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
             # P_{j-1} stays in deps so that its registers live until the PV group that reads them is done
             acc, p16 = warpgroup_mma_wait(0, deps=(acc, p16))
             mbarrier.arrive(v_empty.index(prev % V_STAGES))   # this warpgroup is done reading V_{j-1}
-            if not RESCALE_LATE:
-                acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
+            acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
             p16 = gl.convert_layout(p.to(dtype), p_layout)
             prev = kc
             kc += 1
@@ -369,8 +361,6 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
         mbarrier.wait(v_ready.index(prev % V_STAGES), (prev // V_STAGES) & 1)
         if PINGPONG:
             mbarrier.wait(turn.index(C), (turn_count + FIRST) & 1)
-        if RESCALE_LATE:
-            acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
         acc = warpgroup_mma(p16, v_bufs.index(prev % V_STAGES), acc, is_async=True)
         mbarrier.wait(q_ready.index(nq), ((tile_count + 1) // 2) & 1)
         s_idx = kc % STAGES
@@ -396,8 +386,7 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
 def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
                   CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                  BALANCED: gl.constexpr = False, PV_WAIT_BLOCK: gl.constexpr = False, V_STAGES: gl.constexpr = 2,
-                  RESCALE_LATE: gl.constexpr = False):
+                  BALANCED: gl.constexpr = False, PV_WAIT_BLOCK: gl.constexpr = False, V_STAGES: gl.constexpr = 2):
     """Allocate the shared-memory ring and the mbarriers, then fork into producer and consumer partitions."""
     gl.static_assert(NC == 2 or NC == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
@@ -431,8 +420,7 @@ def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mbl
     # Triton passes as a constexpr) into run-time values, and so change the generated code.
     gl.warp_specialize(
         [(_consumer if c < NC else _producer,
-          (c, _Config(CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES,
-                   RESCALE_LATE), N,
+          (c, _Config(CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES), N,
            _Schedule(BH, n_mblk, n_tiles, sec, order_ptr, start_ptr), (q_desc, k_desc, v_desc),
            (q_bufs, k_bufs, v_bufs), (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn), o_ptr, lse_ptr,
            qk_scale))
