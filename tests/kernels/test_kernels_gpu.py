@@ -32,8 +32,8 @@ def test_cpu_tensors_rejected_on_gpu():
 @pytest.mark.skipif(shutil.which("ncu") is None, reason="needs Nsight Compute (ncu) on PATH")
 def test_ncu_flash_fwd_requests_match_kernel_view():
     """The requested bytes equal the kernel view's and the DRAM bytes are within 10 % of the L2 model's. The DRAM
-    counters are device-wide: with other test workers' kernels on the GPU they read high (an H100, 2026-12-07:
-    3.19 MB alone, up to 3.93 MB beside a 12-worker pass, model 3.15 MB), hence the `counters` marker."""
+    counters are device-wide: other test workers' kernels on the GPU add to them, hence the `counters` marker
+    (benchmarks/results/NOTES.md has the measurement)."""
     from flashsim.measure import measure_cli_result
     res = measure_cli_result("flash_fwd", 1024, 64, 128, 64, False, "fp16", batch=1, heads=8)
     if res["backend"] != "ncu":
