@@ -8,8 +8,9 @@
 # For each triton: the offline sm_90 compile of both configurations (registers, spills, barriers in the PTX), then
 # benchmarks/gluon_validate.py --bwd with the override (the correctness grid under 3.9, where the kernels' barriers
 # differ; then each row timed beside the committed configuration, median of 5 interleaved rounds). The 3.9 tarball
-# (`bash benchmarks/triton_carry.sh` builds it): triton 3.9.0's cp312 wheel without its AMD backend, CUPTI and proton,
-# its ptxas a link to ptxas-blackwell (CUDA 13.4); it needs TRITON_BACKENDS_IN_TREE=1. Writes $OUT/override_t36.json and $OUT/override_t39.json.
+# (`bash benchmarks/triton_carry.sh` builds it): triton 3.9.0's cp312 wheel without its AMD backend, CUPTI and
+# proton, its ptxas a link to ptxas-blackwell (CUDA 13.4); it needs TRITON_BACKENDS_IN_TREE=1. Writes
+# $OUT/override_t36.json and $OUT/override_t39.json.
 # Knobs: TRITONS ("36 39"; one of them alone when the call is short: "36" needs no carry, so it fits beside
 # fa4_carry.sh's stash call), BUDGET_S (540: the whole call), FWD_OVERRIDE (unset; '{"d64_causal0": {...}}': those
 # forward entries replaced too, each timed beside the committed one in its rows: gluon_validate's --fwd-override).

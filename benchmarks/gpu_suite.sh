@@ -35,7 +35,8 @@ python3 -c "import pytest_timeout" 2>/dev/null && timeout_flag="--timeout=${PER_
 ('ipywidgets', 'ipykernel', 'jupyterlab', 'nbformat', 'nbmake', 'playwright', 'importlinter', 'numba') \
 if u.find_spec(m) is None) or 'none')")"
   echo "# command: python3 -m pytest -n $JOBS --dist loadgroup -p no:cacheprovider $timeout_flag -rfEs \
---durations=30 -q -m 'not counters' ${PYTEST_ARGS:-tests}, then -m counters alone (HYPOTHESIS_PROFILE=$HYPOTHESIS_PROFILE FLASHSIM_SIZE=small FLASHSIM_NO_INDEX=1)"
+--durations=30 -q -m 'not counters' ${PYTEST_ARGS:-tests}, then -m counters alone \
+(HYPOTHESIS_PROFILE=$HYPOTHESIS_PROFILE FLASHSIM_SIZE=small FLASHSIM_NO_INDEX=1)"
 } > "$T"
 cat "$T"
 start=$(date +%s)
@@ -45,7 +46,8 @@ timeout -s INT -k 40 "${SUITE_S:-480}" python3 -m pytest -n "$JOBS" --dist loadg
     $timeout_flag -rfEs --durations=30 -q -m "not counters" --junitxml="$O/pytest_gpu_suite.xml" \
     ${PYTEST_ARGS:-tests} >> "$T" 2>&1
 rc=$?
-echo "# the counters pass, serial: python3 -m pytest -p no:cacheprovider -rfEs -q -m counters ${PYTEST_ARGS:-tests}" >> "$T"
+echo "# the counters pass, serial: python3 -m pytest -p no:cacheprovider -rfEs -q -m counters \
+${PYTEST_ARGS:-tests}" >> "$T"
 timeout -s INT -k 20 120 python3 -m pytest -p no:cacheprovider $timeout_flag -rfEs -q -m counters \
     --junitxml="$O/pytest_gpu_suite_counters.xml" ${PYTEST_ARGS:-tests} >> "$T" 2>&1
 rc2=$?

@@ -24,7 +24,8 @@ if [ "${1:-build}" = unpack ]; then
   [ -f "$OUT" ] || { echo "triton_carry: no $OUT (carry [\".whl/t39\"]; build it with: bash $0)" >&2; exit 1; }
   tar xJf "$OUT" -C "$SITE"
   chmod +x "$SITE"/triton/backends/nvidia/bin/*
-  echo "triton_carry: $(sed -n 's/^Version: //p' "$SITE"/triton-*.dist-info/METADATA) in $SITE (with TRITON_BACKENDS_IN_TREE=1)" >&2
+  VER=$(sed -n 's/^Version: //p' "$SITE"/triton-*.dist-info/METADATA)
+  echo "triton_carry: $VER in $SITE (with TRITON_BACKENDS_IN_TREE=1)" >&2
   exit 0
 elif [ "${1:-build}" != build ]; then
   echo "usage: $0 [build] | unpack [SITE]" >&2
