@@ -62,11 +62,8 @@ FWD_CONFIGS_DEFAULT = {key: dict(cfg) for key, cfg in FWD_CONFIGS.items()}
 #: change the time, because the second consumer warpgroup's wgmma already fill the tensor cores during a softmax),
 #: V_STAGES (V ring slots when they differ from the K ring's STAGES: K is needed one tile before V, so a spare slot
 #: goes to K first; unset everywhere: a K ring of 3 beside a V ring of 2 at d=128 did not change the time) and
-#: L2_SECTION_BYTES (:data:`L2_SECTION_BYTES`) and PACK_ASM (P rounded to 16 bits two at a time by one
-#: ``cvt.rn.f16x2.f32`` in inline PTX, so that ptxas cannot pack the halves the wrong way round and swap them back with
-#: PRMT, as it does in the d=64 three-consumer entry; off everywhere). Measurements: benchmarks/results/NOTES.md.
-FWD_CONFIG_KEYS = frozenset().union(*FWD_CONFIGS.values(),
-                                    ("PV_WAIT_BLOCK", "V_STAGES", "L2_SECTION_BYTES", "PACK_ASM"))
+#: L2_SECTION_BYTES (:data:`L2_SECTION_BYTES`). Measurements: benchmarks/results/NOTES.md.
+FWD_CONFIG_KEYS = frozenset().union(*FWD_CONFIGS.values(), ("PV_WAIT_BLOCK", "V_STAGES", "L2_SECTION_BYTES"))
 
 #: launch configurations keyed by N, on top of :data:`FWD_CONFIGS`: (head dim, causal) -> [(lowest N, highest N,
 #: overrides), ...], the first matching range wins. d=128: at N <= 2048 the ping-pong turns cost more than they
@@ -395,7 +392,7 @@ def fwd_constexprs(cfg: dict, causal: bool, d: int) -> dict:
     return dict(CAUSAL=bool(causal), NC=cfg["NC"], BLOCK_M=64, BLOCK_N=cfg["BLOCK_N"], HEAD_D=d,
                 STAGES=cfg["STAGES"], PINGPONG=bool(cfg["PINGPONG"]), CONSUMER_REGS=cfg["CONSUMER_REGS"],
                 BALANCED=bool(cfg.get("BALANCED", False)), PV_WAIT_BLOCK=bool(cfg.get("PV_WAIT_BLOCK", False)),
-                V_STAGES=cfg.get("V_STAGES") or cfg["STAGES"], PACK_ASM=bool(cfg.get("PACK_ASM", False)))
+                V_STAGES=cfg.get("V_STAGES") or cfg["STAGES"])
 
 
 def fwd_smem_bytes(d: int, element_bytes: int, NC: int, BLOCK_N: int, STAGES: int, V_STAGES: int | None = None,

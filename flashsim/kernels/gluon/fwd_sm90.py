@@ -59,7 +59,6 @@ class _Config(NamedTuple):
     BALANCED: bool
     PV_WAIT_BLOCK: bool
     V_STAGES: int
-    PACK_ASM: bool
 
 
 class _Schedule(NamedTuple):
@@ -225,19 +224,6 @@ def _softmax_first(sc, q0, N, qk_scale, s_layout: gl.constexpr, CAUSAL: gl.const
 
 
 @gluon.jit
-def _to_16(p, dtype: gl.constexpr, PACK_ASM: gl.constexpr):
-    """P in the 16-bit input type: ``p.to(dtype)``, or with PACK_ASM two elements per ``cvt.rn.{f16,bf16}x2.f32``
-    (the second element in the upper half, as the wgmma operand register holds them)."""
-    if PACK_ASM:
-        if dtype == gl.float16:
-            return gl.inline_asm_elementwise("cvt.rn.f16x2.f32 $0, $2, $1;", "=r,r,r", [p], gl.float16, True, 2)
-        else:
-            return gl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,r,r", [p], gl.bfloat16, True, 2)
-    else:
-        return p.to(dtype)
-
-
-@gluon.jit
 def _store_tile(acc, m_i, l_i, bh, q0, o_ptr, lse_ptr, N, o_layout: gl.constexpr, s_layout: gl.constexpr,
                 BLOCK_M: gl.constexpr, HEAD_D: gl.constexpr):
     """Epilogue of one warpgroup's rows of a tile: O = acc / l and LSE = ln(sum exp), rows past N dropped."""
@@ -286,7 +272,6 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
     PINGPONG: gl.constexpr = cfg.PINGPONG
     BALANCED: gl.constexpr = cfg.BALANCED
     PV_WAIT_BLOCK: gl.constexpr = cfg.PV_WAIT_BLOCK
-    PACK_ASM: gl.constexpr = cfg.PACK_ASM
     q_desc, k_desc, v_desc = descs
     q_bufs, k_bufs, v_bufs = bufs
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
@@ -330,7 +315,7 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
         sc = warpgroup_mma_wait(0, deps=(sc,))
         mbarrier.arrive(k_empty.index(s_idx))        # this warpgroup is done reading K_0
         m_i, l_i, p = _softmax_first(sc, q0, N, qk_scale, s_layout, CAUSAL, BLOCK_M, BLOCK_N)
-        p16 = gl.convert_layout(_to_16(p, dtype, PACK_ASM), p_layout)
+        p16 = gl.convert_layout(p.to(dtype), p_layout)
         prev = kc                                    # K/V tile count of V_{j-1}: V slot prev % V_STAGES
         kc += 1
 
@@ -366,7 +351,7 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
             acc, p16 = warpgroup_mma_wait(0, deps=(acc, p16))
             mbarrier.arrive(v_empty.index(prev % V_STAGES))   # this warpgroup is done reading V_{j-1}
             acc = acc * gl.expand_dims(gl.convert_layout(alpha, row_o), 1)
-            p16 = gl.convert_layout(_to_16(p, dtype, PACK_ASM), p_layout)
+            p16 = gl.convert_layout(p.to(dtype), p_layout)
             prev = kc
             kc += 1
 
@@ -401,8 +386,7 @@ def _consumer(C: gl.constexpr, cfg, N, sched, descs, bufs, bars, o_ptr, lse_ptr,
 def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mblk, n_tiles, sec, order_ptr, start_ptr,
                   CAUSAL: gl.constexpr, NC: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   HEAD_D: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-                  BALANCED: gl.constexpr = False, PV_WAIT_BLOCK: gl.constexpr = False, V_STAGES: gl.constexpr = 2,
-                  PACK_ASM: gl.constexpr = False):
+                  BALANCED: gl.constexpr = False, PV_WAIT_BLOCK: gl.constexpr = False, V_STAGES: gl.constexpr = 2):
     """Allocate the shared-memory ring and the mbarriers, then fork into producer and consumer partitions."""
     gl.static_assert(NC == 2 or NC == 3, "two or three consumer warpgroups")
     dtype: gl.constexpr = q_desc.dtype
@@ -436,8 +420,7 @@ def attn_fwd_sm90(q_desc, k_desc, v_desc, o_ptr, lse_ptr, qk_scale, N, BH, n_mbl
     # Triton passes as a constexpr) into run-time values, and so change the generated code.
     gl.warp_specialize(
         [(_consumer if c < NC else _producer,
-          (c, _Config(CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES,
-                   PACK_ASM), N,
+          (c, _Config(CAUSAL, NC, BLOCK_M, BLOCK_N, HEAD_D, STAGES, PINGPONG, BALANCED, PV_WAIT_BLOCK, V_STAGES), N,
            _Schedule(BH, n_mblk, n_tiles, sec, order_ptr, start_ptr), (q_desc, k_desc, v_desc),
            (q_bufs, k_bufs, v_bufs), (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn), o_ptr, lse_ptr,
            qk_scale))
