@@ -13,8 +13,8 @@
 #   counters, which other workers' kernels inflate) run after the parallel pass, alone, in the same transcript
 #   (JUnit: $OUT/pytest_gpu_suite_counters.xml).
 # Knobs: JOBS (pytest-xdist workers, default the CPU count, at most 16), PER_TEST_S (pytest-timeout per test, 300),
-#   SUITE_S (the whole run, 480: SIGINT then, so pytest still prints its summary of what ran), PYTEST_ARGS (extra,
-#   e.g. "tests/kernels tests/measure" to run part of it).
+#   SUITE_S (the parallel pass, 480: SIGINT then, so pytest still prints its summary; the counters pass gets 120
+#   more), PYTEST_ARGS (extra, e.g. "tests/kernels tests/measure" to run part of it).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD" FLASHSIM_NO_INDEX=1 FLASHSIM_SIZE=small MPLBACKEND=Agg
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}    # the profile `make test` runs (tests/conftest.py)

@@ -31,9 +31,9 @@ def test_cpu_tensors_rejected_on_gpu():
 @pytest.mark.counters
 @pytest.mark.skipif(shutil.which("ncu") is None, reason="needs Nsight Compute (ncu) on PATH")
 def test_ncu_flash_fwd_requests_match_kernel_view():
-    """The requested bytes equal the kernel view's and the DRAM bytes are within 10 % of the L2 model's. The DRAM
-    counters are device-wide: other test workers' kernels on the GPU add to them, hence the `counters` marker
-    (benchmarks/results/NOTES.md has the measurement)."""
+    """The requested bytes are within 10 % of the kernel view's, the DRAM bytes within 10 % plus 1 MiB of the L2
+    model's. The DRAM counters are device-wide: other test workers' kernels on the GPU add to them, hence the
+    `counters` marker (benchmarks/results/NOTES.md has the measurement)."""
     from flashsim.measure import measure_cli_result
     res = measure_cli_result("flash_fwd", 1024, 64, 128, 64, False, "fp16", batch=1, heads=8)
     if res["backend"] != "ncu":
