@@ -10,17 +10,18 @@
 #   call 1, carry [".whl/fa4/a"]:  bash benchmarks/fa4_carry.sh stash .whl/fa4/a && nvidia-smi -L && python3 -c "..."
 #   call 2, carry [".whl/fa4/b"]:  OUT=$OUT bash benchmarks/fa4_device_run.sh
 # Each carry plus the working tree must stay under ~60 MiB (fa4_wheels.py prints both sums). Without call 1's stash
-# (call 2 came to a fresh machine) it stops at once (exit 3) unless NO_FA4_OK=1 (then FA4's column is absent). Knobs: ROUNDS (5), BUDGET_S (560: the
-# whole call), WARM_S (200: the parallel compile), GLUON_S (0: seconds kept for gluon_validate's table with FA4),
-# TRITON_SITE (unset: the machine's triton; a folder with another triton to run the course's kernels under, e.g. the
-# lock's 3.9 that `bash benchmarks/triton_carry.sh unpack` (carry [".whl/t39"]) put in /tmp/site39 on this machine:
-# its tarball and FA4's part B do not fit one carry, so that call goes between the two of FA4).
+# (call 2 came to a fresh machine) it stops at once (exit 3) unless NO_FA4_OK=1 (then FA4's column is absent).
+# Knobs: ROUNDS (5), BUDGET_S (560: the whole call), WARM_S (200: the parallel compile), GLUON_S (0: seconds kept for
+# gluon_validate's table with FA4), TRITON_SITE (unset: the machine's triton; a folder with another triton to run the
+# course's kernels under, e.g. the lock's 3.9 that `bash benchmarks/triton_carry.sh unpack` (carry [".whl/t39"]) put in
+# /tmp/site39 on this machine: its tarball and FA4's part B do not fit one carry, so that call goes between the two of
+# FA4).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 ROUNDS=${ROUNDS:-5}
 log() { echo "== $(date -u +%H:%M:%S) $*"; }
-quiet() { grep -v "UserWarning\|warn_once\|warnings.warn\|run_backward\|detach() first\|return float"; }
+source "$(dirname "$0")/device_log.sh"   # quiet: the log filter
 T0=$(date +%s)
 left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - T0) )); }
 {

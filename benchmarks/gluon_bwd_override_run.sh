@@ -22,7 +22,7 @@ OVERRIDE=${OVERRIDE:-'{"WG_LOCAL": true, "DQ_WAIT_LATE": false}'}
 TRITONS=${TRITONS:-36 39}
 SITE39=${TRITON_SITE:-/tmp/site39}   # where 3.9 is unpacked (fa4_device_run.sh's TRITON_SITE can then name it)
 export PYTHONUNBUFFERED=1
-q() { grep -v "UserWarning\|warn_once\|warnings.warn\|leaked\|nanobind\|skipped remainder"; }
+source "$(dirname "$0")/device_log.sh"   # quiet: the log filter
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-540} - ($(date +%s) - T0) )); }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
 case " $TRITONS " in *" 39 "*)
@@ -34,11 +34,11 @@ for T in $TRITONS; do
   else export PYTHONPATH=$PWD TRITON_CACHE_DIR=/tmp/tc36; GRID=$([ "$TRITONS" = 36 ] && echo bwd || echo none); fi
   python3 -c "import triton, torch; print('== triton', triton.__version__, 'torch', torch.__version__)"
   for c in '{}' "$OVERRIDE"; do
-    python3 benchmarks/experiments/gluon_compile_sm90.py --bwd --cfg "$c" 2>&1 | q | grep '"kernel"' | cut -c1-220
+    python3 benchmarks/experiments/gluon_compile_sm90.py --bwd --cfg "$c" 2>&1 | quiet | grep '"kernel"' | cut -c1-220
   done
   B=$(( $(left) / (T == 36 && ${#TRITONS} > 2 ? 2 : 1) - 10 ))
   echo "== triton $T: $B s for gluon_validate (grid $GRID)"
   timeout "$B" python3 benchmarks/gluon_validate.py --bwd --grid $GRID --bwd-override "$OVERRIDE" --no-triton \
     ${FWD_OVERRIDE:+--fwd-override "$FWD_OVERRIDE"} \
-    --ns 8192 --dtypes fp16 --rounds 5 --warmup 10 --rep 25 --out "$O/override_t$T.json" 2>&1 | q | tail -25
+    --ns 8192 --dtypes fp16 --rounds 5 --warmup 10 --rep 25 --out "$O/override_t$T.json" 2>&1 | quiet | tail -25
 done
