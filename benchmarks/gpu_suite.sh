@@ -14,9 +14,14 @@
 #   (JUnit: $OUT/pytest_gpu_suite_counters.xml).
 # Knobs: JOBS (pytest-xdist workers, default the CPU count, at most 16), PER_TEST_S (pytest-timeout per test, 300),
 #   SUITE_S (the parallel pass, 480: SIGINT then, so pytest still prints its summary; the counters pass gets 120
-#   more), PYTEST_ARGS (extra, e.g. "tests/kernels tests/measure" to run part of it).
+#   more), PYTEST_ARGS (extra, e.g. "tests/kernels tests/measure" to run part of it), TRITON_SITE (unset: the
+#   machine's triton; a folder with another one to test under, e.g. the course's locked triton that
+#   `bash benchmarks/triton_carry.sh unpack` (carry [".whl/t39"]) put in /tmp/site39: what a learner who installs the
+#   lock on a GPU gets).
 set -u
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD" FLASHSIM_NO_INDEX=1 FLASHSIM_SIZE=small MPLBACKEND=Agg
+export PYTHONUNBUFFERED=1 PYTHONPATH="${TRITON_SITE:+$TRITON_SITE:}$PWD" FLASHSIM_NO_INDEX=1 FLASHSIM_SIZE=small
+export MPLBACKEND=Agg
+if [ -n "${TRITON_SITE:-}" ]; then export TRITON_BACKENDS_IN_TREE=1; fi   # the tarball's backends sit in its tree
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}    # the profile `make test` runs (tests/conftest.py)
 unset TRITON_INTERPRET                                 # the backend decides by the machine, as for a learner
 O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -36,7 +41,8 @@ python3 -c "import pytest_timeout" 2>/dev/null && timeout_flag="--timeout=${PER_
 if u.find_spec(m) is None) or 'none')")"
   echo "# command: python3 -m pytest -n $JOBS --dist loadgroup -p no:cacheprovider $timeout_flag -rfEs \
 --durations=30 -q -m 'not counters' ${PYTEST_ARGS:-tests}, then -m counters alone \
-(HYPOTHESIS_PROFILE=$HYPOTHESIS_PROFILE FLASHSIM_SIZE=small FLASHSIM_NO_INDEX=1)"
+(HYPOTHESIS_PROFILE=$HYPOTHESIS_PROFILE FLASHSIM_SIZE=small FLASHSIM_NO_INDEX=1${TRITON_SITE:+ \
+TRITON_SITE=$TRITON_SITE})"
 } > "$T"
 cat "$T"
 start=$(date +%s)
