@@ -2,7 +2,8 @@
 GPU's fp16 overflow do is faked here, so that one source gets one verdict on every device.
 
 - a kernel defined in a cell (a notebook, the tests' harness) has its source where Triton's compiled @jit reads it;
-- a learner's typo is shown at the learner's line also when Triton's compiler (not a traceback) found it;
+- a learner's typo is shown at the learner's line also when Triton's compiler (not a traceback) found it, wherever
+  that compiler is installed (site-packages, PYTHONPATH, a source build);
 - NaN everywhere under large scores, after the small-score cases passed, is the overflow;
 - a body that loads K twice per tile fails with ``extra_loads`` also where Nsight Compute saw the merged load.
 """
@@ -18,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from flashsim.course.ch12 import checks  # noqa: E402  (chooses the backend before triton is imported)
-from flashsim.course.kit.checker import LearnerError  # noqa: E402
+from flashsim.course.kit.checker import LearnerError, call_learner  # noqa: E402
 from flashsim.course.kit.notebook_exec import compile_cell  # noqa: E402
 from flashsim.model.attention.reference import reference_attention  # noqa: E402
 
@@ -66,6 +67,37 @@ def test_a_compile_error_is_shown_at_the_learners_line():
     file_line = next(k + 1 for k, ln in enumerate(Path(path).read_text().splitlines()) if re.search(r"\bqk_scal\b", ln))
     assert err.where == f"ch12.py:{file_line}", err.where
     assert "qk_scal" in err.line
+
+
+def test_a_compiler_outside_site_packages_is_not_taken_for_the_learner(tmp_path, monkeypatch):
+    """A triton put on PYTHONPATH or built from source does not sit under site-packages: its compiler's frames are
+    still a library's, so the verdict shows the learner's line, not the compiler's."""
+    wrong = _wrong_answers().inner_typo
+    src, path, first = checks._learner_source(wrong)
+    body = src[src.index("def "):]
+    typo = next(k for k, ln in enumerate(body.splitlines()) if re.search(r"\bqk_scal\b", ln))
+    lib = tmp_path / "fake_triton_site" / "faketriton"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(
+        "import ast\n"
+        "from triton.compiler.errors import CompilationError\n"
+        "def ast_to_ttir(body, lineno):\n"
+        "    node = ast.Name(id='qk_scal')\n"
+        "    node.lineno, node.col_offset = lineno, 4\n"
+        "    try:\n"
+        "        raise NameError('qk_scal is not defined')\n"
+        "    except NameError as e:\n"
+        "        raise CompilationError(body, node, repr(e)) from e\n")
+    monkeypatch.syspath_prepend(str(lib.parent))
+    import faketriton
+    inner = SimpleNamespace(fn=getattr(wrong, "fn", wrong), src=body)
+    with pytest.raises(LearnerError) as caught:           # as the checker calls it: flashsim, then the compiler
+        call_learner(faketriton.ast_to_ttir, body, typo + 1)
+    err = caught.value
+    assert err.where == "", err.where                  # the compiler's frame is not the learner's
+    checks._locate(err, inner)
+    file_line = next(k + 1 for k, ln in enumerate(Path(path).read_text().splitlines()) if re.search(r"\bqk_scal\b", ln))
+    assert err.where == f"ch12.py:{file_line}" and "qk_scal" in err.line, (err.where, err.line)
 
 
 def test_nan_everywhere_under_large_scores_after_small_ones_passed_is_overflow():

@@ -22,6 +22,7 @@ from __future__ import annotations
 import linecache
 import math
 import os
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -240,9 +241,28 @@ def _plain_text(exc: BaseException) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
-def _is_learner_file(filename: str) -> bool:
+def _library_dirs() -> tuple[str, ...]:
+    """The folders of the imported top-level packages that lie outside the working folder: libraries wherever they
+    were installed. Installed ones sit under site-packages, but a triton built from source, or one put on
+    PYTHONPATH, does not, and its compiler's frames must not pass for the learner's. A package under the working
+    folder (the learner's own helpers, the course's tests) stays the learner's."""
+    cwd = os.path.abspath(os.getcwd()) + os.sep
+    dirs = set()
+    for name, module in list(sys.modules.items()):
+        if "." in name or name == "__main__":
+            continue
+        for d in getattr(module, "__path__", None) or ():   # packages only (a namespace package has several)
+            d = os.path.abspath(d) + os.sep
+            if not d.startswith(cwd):
+                dirs.add(d)
+    return tuple(dirs)
+
+
+def _is_learner_file(filename: str, library_dirs: tuple[str, ...] = ()) -> bool:
+    """Whether a traceback frame's file is the learner's: not flashsim, not an installed library (site-packages,
+    the standard library) and not under one of ``library_dirs`` (:func:`_library_dirs`)."""
     f = os.path.abspath(filename)
-    if f.startswith(_PACKAGE_DIR + os.sep):
+    if f.startswith(_PACKAGE_DIR + os.sep) or f.startswith(library_dirs):
         return False
     markers = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "lib" + os.sep
                + "python")
@@ -252,6 +272,7 @@ def _is_learner_file(filename: str) -> bool:
 def _learner_frame(exc: BaseException) -> tuple[str, str]:
     """('file:line', 'source line') of the innermost traceback frame in the learner's code, over the chain."""
     found = ("", "")
+    library_dirs = _library_dirs()
     chain, e, seen = [], exc, set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
@@ -260,7 +281,7 @@ def _learner_frame(exc: BaseException) -> tuple[str, str]:
     for e in chain:
         for frame, lineno in traceback.walk_tb(e.__traceback__):
             fn = frame.f_code.co_filename
-            if _is_learner_file(fn):
+            if _is_learner_file(fn, library_dirs):
                 line = linecache.getline(fn, lineno).strip()
                 found = (f"{os.path.basename(fn) if not fn.startswith('<') else fn}:{lineno}", line)
     return found
