@@ -52,6 +52,19 @@ def test_stub_and_learner_error_are_reported_not_raised():
     assert "test_checkers_kit.py:" in v.message and "x / undefined_name" in v.message
 
 
+def test_a_learner_error_is_reported_without_a_working_folder(tmp_path, monkeypatch):
+    """A notebook whose folder was removed (os.getcwd() raises) still gets a verdict, not a crash in the checker."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+
+    def buggy(x):
+        return x / 0
+    v = checker.check_cases(EX, buggy, [(1,)], lambda x: x, quiet=True)
+    assert v.diagnosis == "learner_error" and "ZeroDivisionError" in v.message and "x / 0" in v.message
+
+
 def test_out_of_bounds_bytes_are_named():
     rows = checker.io_rows({"loads": {"K": 64, "?": 32}, "stores": {"O": 16}},
                            {"loads": {"K": 64}, "stores": {"O": 16}})

@@ -246,13 +246,16 @@ def _library_dirs() -> tuple[str, ...]:
     were installed. Installed ones sit under site-packages, but a triton built from source, or one put on
     PYTHONPATH, does not, and its compiler's frames must not pass for the learner's. A package under the working
     folder (the learner's own helpers, the course's tests) stays the learner's."""
-    cwd = os.path.abspath(os.getcwd()) + os.sep
+    try:
+        cwd = os.path.abspath(os.getcwd()) + os.sep
+    except OSError:   # the working folder was removed: every imported package counts as a library
+        cwd = "\0"
     dirs = set()
     for name, module in list(sys.modules.items()):
         if "." in name or name == "__main__":
             continue
         for d in getattr(module, "__path__", None) or ():   # packages only (a namespace package has several)
-            d = os.path.abspath(d) + os.sep
+            d = os.path.normpath(os.path.join(cwd, d)) + os.sep   # absolute already, but for a relative entry
             if not d.startswith(cwd):
                 dirs.add(d)
     return tuple(dirs)
@@ -261,7 +264,10 @@ def _library_dirs() -> tuple[str, ...]:
 def _is_learner_file(filename: str, library_dirs: tuple[str, ...] = ()) -> bool:
     """Whether a traceback frame's file is the learner's: not flashsim, not an installed library (site-packages,
     the standard library) and not under one of ``library_dirs`` (:func:`_library_dirs`)."""
-    f = os.path.abspath(filename)
+    try:
+        f = os.path.abspath(filename)
+    except OSError:   # a relative name ("<string>") and no working folder
+        f = filename
     if f.startswith(_PACKAGE_DIR + os.sep) or f.startswith(library_dirs):
         return False
     markers = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, os.sep + "lib" + os.sep
