@@ -1,6 +1,8 @@
 """The checker kit (flashsim.course.kit.checker): the verdict line, no ok about a NaN, the learner's own line,
 out-of-bounds bytes named as such, graded hints, and the one door to solutions (reveal)."""
 import math
+import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -63,6 +65,19 @@ def test_a_learner_error_is_reported_without_a_working_folder(tmp_path, monkeypa
         return x / 0
     v = checker.check_cases(EX, buggy, [(1,)], lambda x: x, quiet=True)
     assert v.diagnosis == "learner_error" and "ZeroDivisionError" in v.message and "x / 0" in v.message
+
+
+def test_libraries_are_told_from_the_learners_files_by_folder(tmp_path, monkeypatch):
+    """An imported package outside the working folder is a library wherever it sits (not only under
+    site-packages); the working folder's files stay the learner's, also under a namespace folder that holds it."""
+    work = tmp_path / "proj" / "notebooks"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    monkeypatch.setitem(sys.modules, "proj", SimpleNamespace(__path__=[str(tmp_path / "proj")]))
+    monkeypatch.setitem(sys.modules, "faketriton", SimpleNamespace(__path__=[str(tmp_path / "src" / "faketriton")]))
+    dirs = checker._library_dirs()
+    assert checker._is_learner_file(str(work / "helpers.py"), dirs)
+    assert not checker._is_learner_file(str(tmp_path / "src" / "faketriton" / "compiler.py"), dirs)
 
 
 def test_out_of_bounds_bytes_are_named():

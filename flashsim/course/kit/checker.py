@@ -245,7 +245,8 @@ def _library_dirs() -> tuple[str, ...]:
     """The folders of the imported top-level packages that lie outside the working folder: libraries wherever they
     were installed. Installed ones sit under site-packages, but a triton built from source, or one put on
     PYTHONPATH, does not, and its compiler's frames must not pass for the learner's. A package under the working
-    folder (the learner's own helpers, the course's tests) stays the learner's."""
+    folder (the learner's own helpers, the course's tests), or a namespace folder that holds it, stays the
+    learner's."""
     try:
         cwd = os.path.abspath(os.getcwd()) + os.sep
     except OSError:   # the working folder was removed: every imported package counts as a library
@@ -256,7 +257,7 @@ def _library_dirs() -> tuple[str, ...]:
             continue
         for d in getattr(module, "__path__", None) or ():   # packages only (a namespace package has several)
             d = os.path.normpath(os.path.join(cwd, d)) + os.sep   # absolute already, but for a relative entry
-            if not d.startswith(cwd):
+            if not d.startswith(cwd) and not cwd.startswith(d):   # neither inside the working folder nor above it
                 dirs.add(d)
     return tuple(dirs)
 
