@@ -422,9 +422,14 @@ def main(argv=None) -> int:
                                   "(default: dashboard_latency_<date>, then _2, _3, ... if taken)")
     p.add_argument("--figure", default=str(ROOT / "figures" / "dashboard_latency.png"))
     p.add_argument("--plot", help="only draw the figure from this result JSON")
+    p.add_argument("--markdown-only", metavar="JSON", help="only print this result JSON as its table (the .md a run "
+                                                          "writes beside it)")
     args = p.parse_args(argv)
     if args.plot:
         plot(args.plot, args.figure)
+        return 0
+    if args.markdown_only:
+        print(markdown(json.loads(Path(args.markdown_only).read_text())), end="")
         return 0
     why = lab.why_not_runnable()
     if why:
