@@ -46,15 +46,22 @@ def test_a_cell_defines_a_compiled_jit_function():
     assert fn.src.startswith("def body(x):")
 
 
-def test_a_compile_error_is_shown_at_the_learners_line():
-    from triton.compiler.errors import CompilationError
+def _typo_kernel():
+    """The catalogued typo (``qk_scal``): the learner's function as Triton sees it (``inner``, its ``src`` from the
+    def, decorators dropped), that body, the typo's line in the body (1 = the def) and in its file."""
     wrong = _wrong_answers().inner_typo
     src, path, first = checks._learner_source(wrong)
-    body = src[src.index("def "):]                       # Triton's src: from the def, decorators dropped
+    body = src[src.index("def "):]
     typo = next(k for k, ln in enumerate(body.splitlines()) if re.search(r"\bqk_scal\b", ln))
+    file_line = next(k + 1 for k, ln in enumerate(Path(path).read_text().splitlines()) if re.search(r"\bqk_scal\b", ln))
+    return SimpleNamespace(fn=getattr(wrong, "fn", wrong), src=body), body, typo + 1, file_line
+
+
+def test_a_compile_error_is_shown_at_the_learners_line():
+    from triton.compiler.errors import CompilationError
+    inner, body, body_line, file_line = _typo_kernel()
     node = ast.Name(id="qk_scal")
-    node.lineno, node.col_offset = typo + 1, 4
-    inner = SimpleNamespace(fn=getattr(wrong, "fn", wrong), src=body)
+    node.lineno, node.col_offset = body_line, 4
     try:
         try:
             raise NameError("qk_scal is not defined")
@@ -64,7 +71,6 @@ def test_a_compile_error_is_shown_at_the_learners_line():
         err = LearnerError(exc)
     err.where, err.line = "", ""                         # no frame of the learner's: the compiler ran the body
     checks._locate(err, inner)
-    file_line = next(k + 1 for k, ln in enumerate(Path(path).read_text().splitlines()) if re.search(r"\bqk_scal\b", ln))
     assert err.where == f"ch12.py:{file_line}", err.where
     assert "qk_scal" in err.line
 
@@ -72,10 +78,7 @@ def test_a_compile_error_is_shown_at_the_learners_line():
 def test_a_compiler_outside_site_packages_is_not_taken_for_the_learner(tmp_path, monkeypatch):
     """A triton put on PYTHONPATH or built from source does not sit under site-packages: its compiler's frames are
     still a library's, so the verdict shows the learner's line, not the compiler's."""
-    wrong = _wrong_answers().inner_typo
-    src, path, first = checks._learner_source(wrong)
-    body = src[src.index("def "):]
-    typo = next(k for k, ln in enumerate(body.splitlines()) if re.search(r"\bqk_scal\b", ln))
+    inner, body, body_line, file_line = _typo_kernel()
     lib = tmp_path / "fake_triton_site" / "faketriton"
     lib.mkdir(parents=True)
     (lib / "__init__.py").write_text(
@@ -90,13 +93,11 @@ def test_a_compiler_outside_site_packages_is_not_taken_for_the_learner(tmp_path,
         "        raise CompilationError(body, node, repr(e)) from e\n")
     monkeypatch.syspath_prepend(str(lib.parent))
     import faketriton
-    inner = SimpleNamespace(fn=getattr(wrong, "fn", wrong), src=body)
     with pytest.raises(LearnerError) as caught:           # as the checker calls it: flashsim, then the compiler
-        call_learner(faketriton.ast_to_ttir, body, typo + 1)
+        call_learner(faketriton.ast_to_ttir, body, body_line)
     err = caught.value
     assert err.where == "", err.where                  # the compiler's frame is not the learner's
     checks._locate(err, inner)
-    file_line = next(k + 1 for k, ln in enumerate(Path(path).read_text().splitlines()) if re.search(r"\bqk_scal\b", ln))
     assert err.where == f"ch12.py:{file_line}" and "qk_scal" in err.line, (err.where, err.line)
 
 
