@@ -2,7 +2,7 @@
 # The GPU machine's side of benchmarks/fa4_wheels.py: FlashAttention-4's wheels arrive in two calls (each carry holds
 # at most ~60 MiB with the working tree), are joined, checked and unpacked with the standard library alone.
 #
-#   bash benchmarks/fa4_carry.sh stash .whl/fa4/a            # call 1: keep part A in $FA4_STASH (default /tmp/fa4_stash)
+#   bash benchmarks/fa4_carry.sh stash .whl/fa4/a     # call 1: keep part A in $FA4_STASH (default /tmp/fa4_stash)
 #   eval "$(bash benchmarks/fa4_carry.sh unpack .whl/fa4/b)" # call 2: join A+B, check, unzip; sets PYTHONPATH
 #
 # unpack DIR...: the files of every DIR that exists are added to the stash first (so `unpack .whl/fa4/b .whl/fa4/a`
@@ -38,7 +38,8 @@ case "${1:-}" in
       # parts in numeric order: part0, part1, ..., part10
       cat $(ls "$whl".part* | awk -F'.part' '{print $NF, $0}' | sort -n | cut -d' ' -f2-) > "$whl"
     done
-    sha256sum -c SHA256SUMS >&2 || { echo "fa4_carry: a wheel does not match SHA256SUMS (a part missing?)" >&2; exit 1; }
+    sha256sum -c SHA256SUMS >&2 \
+      || { echo "fa4_carry: a wheel does not match SHA256SUMS (a part missing?)" >&2; exit 1; }
     for whl in $(awk '{print $2}' SHA256SUMS); do
       "$PY" -m zipfile -e "$whl" "$SITE"
     done

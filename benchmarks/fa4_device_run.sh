@@ -21,7 +21,7 @@ export PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 ROUNDS=${ROUNDS:-5}
 log() { echo "== $(date -u +%H:%M:%S) $*"; }
-source "$(dirname "$0")/device_log.sh"   # quiet: the log filter
+source "$(dirname "$0")/device_lib.sh"   # quiet: the log filter; use_triton_site
 T0=$(date +%s)
 left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - T0) )); }
 {
@@ -37,7 +37,7 @@ else
   exit 3
 fi
 if [ -n "${TRITON_SITE:-}" ]; then
-  export PYTHONPATH=$TRITON_SITE${PYTHONPATH:+:$PYTHONPATH} TRITON_BACKENDS_IN_TREE=1
+  use_triton_site "$TRITON_SITE" || exit 4
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4_cache

@@ -9,7 +9,7 @@
 # benchmarks/gluon_validate.py --bwd with the override (the correctness grid under 3.9, where the kernels' barriers
 # differ; then each row timed beside the committed configuration, median of 5 interleaved rounds). The 3.9 tarball
 # (`bash benchmarks/triton_carry.sh` builds it): triton 3.9.0's cp312 wheel without its AMD backend, CUPTI and
-# proton, its ptxas a link to ptxas-blackwell (CUDA 13.4); it needs TRITON_BACKENDS_IN_TREE=1. Writes
+# proton, its ptxas a link to ptxas-blackwell (CUDA 13.4); device_lib.sh's use_triton_site runs under it. Writes
 # $OUT/override_t36.json and $OUT/override_t39.json.
 # Knobs: TRITONS ("36 39"; one of them alone when the call is short: "36" needs no carry, so it fits beside
 # fa4_carry.sh's stash call), BUDGET_S (540: the whole call), FWD_OVERRIDE (unset; '{"d64_causal0": {...}}': those
@@ -22,7 +22,7 @@ OVERRIDE=${OVERRIDE:-'{"WG_LOCAL": true, "DQ_WAIT_LATE": false}'}
 TRITONS=${TRITONS:-36 39}
 SITE39=${TRITON_SITE:-/tmp/site39}   # where 3.9 is unpacked (fa4_device_run.sh's TRITON_SITE can then name it)
 export PYTHONUNBUFFERED=1
-source "$(dirname "$0")/device_log.sh"   # quiet: the log filter
+source "$(dirname "$0")/device_lib.sh"   # quiet: the log filter; use_triton_site
 T0=$(date +%s); left() { echo $(( ${BUDGET_S:-540} - ($(date +%s) - T0) )); }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
 case " $TRITONS " in *" 39 "*)
@@ -30,8 +30,10 @@ case " $TRITONS " in *" 39 "*)
 esac
 for T in $TRITONS; do
   # the correctness grid runs under 3.9 (where the barriers differ), and under 3.6 when it is the only triton
-  if [ $T = 39 ]; then export PYTHONPATH=$SITE39:$PWD TRITON_BACKENDS_IN_TREE=1 TRITON_CACHE_DIR=/tmp/tc39; GRID=bwd
-  else export PYTHONPATH=$PWD TRITON_CACHE_DIR=/tmp/tc36; GRID=$([ "$TRITONS" = 36 ] && echo bwd || echo none); fi
+  export PYTHONPATH=$PWD
+  if [ $T = 39 ]; then use_triton_site "$SITE39" || exit 4; export TRITON_CACHE_DIR=/tmp/tc39; GRID=bwd
+  else unset TRITON_BACKENDS_IN_TREE; export TRITON_CACHE_DIR=/tmp/tc36
+    GRID=$([ "$TRITONS" = 36 ] && echo bwd || echo none); fi
   python3 -c "import triton, torch; print('== triton', triton.__version__, 'torch', torch.__version__)"
   for c in '{}' "$OVERRIDE"; do
     python3 benchmarks/experiments/gluon_compile_sm90.py --bwd --cfg "$c" 2>&1 | quiet | grep '"kernel"' | cut -c1-220

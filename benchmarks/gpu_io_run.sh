@@ -33,10 +33,12 @@ for part in ${PARTS:-holdout}; do
       rm -f "$O"/fidelity_*_partial.json ;;
     naive)
       log "naive: gpu_validate --part ncu"
-      timeout "${NAIVE_S:-220}" python3 benchmarks/gpu_validate.py --part ncu --no-sim --out "$O/kern" 2>&1 | tail -12 ;;
+      timeout "${NAIVE_S:-220}" python3 benchmarks/gpu_validate.py --part ncu --no-sim --out "$O/kern" 2>&1 \
+        | tail -12 ;;
     gluon)
       log "gluon: ncu of the Gluon launches"
-      timeout "${GLUON_S:-300}" python3 benchmarks/gluon_io/measure.py --timeout 140 --out "$O/gluon_io.json" 2>&1 | tail -25 ;;
+      timeout "${GLUON_S:-300}" python3 benchmarks/gluon_io/measure.py --timeout 140 --out "$O/gluon_io.json" 2>&1 \
+        | tail -25 ;;
     *) echo "unknown part $part (holdout, naive, gluon)" ;;
   esac
 done

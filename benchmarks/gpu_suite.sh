@@ -19,9 +19,10 @@
 #   `bash benchmarks/triton_carry.sh unpack` (carry [".whl/t39"]) put in /tmp/site39: what a learner who installs the
 #   lock on a GPU gets).
 set -u
-export PYTHONUNBUFFERED=1 PYTHONPATH="${TRITON_SITE:+$TRITON_SITE:}$PWD" FLASHSIM_NO_INDEX=1 FLASHSIM_SIZE=small
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD" FLASHSIM_NO_INDEX=1 FLASHSIM_SIZE=small
 export MPLBACKEND=Agg
-if [ -n "${TRITON_SITE:-}" ]; then export TRITON_BACKENDS_IN_TREE=1; fi   # the tarball's backends sit in its tree
+source "$(dirname "$0")/device_lib.sh"   # use_triton_site
+if [ -n "${TRITON_SITE:-}" ]; then use_triton_site "$TRITON_SITE" || exit 4; fi
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}    # the profile `make test` runs (tests/conftest.py)
 unset TRITON_INTERPRET                                 # the backend decides by the machine, as for a learner
 O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -32,8 +33,9 @@ python3 -c "import pytest_timeout" 2>/dev/null && timeout_flag="--timeout=${PER_
 {
   echo "# pytest of the whole suite on a CUDA machine, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "# GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
-  python3 -c "import platform, torch, triton; print('# python', platform.python_version(), '| torch', torch.__version__, \
-'| CUDA', torch.version.cuda, '| triton', triton.__version__, '| GPUs seen by torch', torch.cuda.device_count())" 2>&1
+  python3 -c "import platform, torch, triton; print('# python', platform.python_version(), \
+'| torch', torch.__version__, '| CUDA', torch.version.cuda, '| triton', triton.__version__, \
+'| GPUs seen by torch', torch.cuda.device_count())" 2>&1
   echo "# ncu: $(command -v ncu >/dev/null 2>&1 && ncu --version | tail -1 || echo none)"
   # a device copy of the working tree may carry an older commit's git metadata: say how many paths differ from it
   echo "# tree: $(git rev-parse --short HEAD 2>/dev/null || echo 'no git metadata (device copy of the working tree)')\

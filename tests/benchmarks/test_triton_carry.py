@@ -36,3 +36,37 @@ def test_missing_tarball_and_wrong_verb_say_what_to_do(tmp_path):
     assert got.returncode == 1 and "carry" in got.stderr and "triton_carry.sh" in got.stderr
     got = subprocess.run(["bash", SCRIPT, "stash"], capture_output=True, text=True)
     assert got.returncode == 2 and "usage" in got.stderr
+
+
+LIB = os.path.join(ROOT, "benchmarks", "device_lib.sh")
+
+
+def _use_site(site):
+    """Source device_lib.sh, call use_triton_site SITE, print its status and the environment it leaves."""
+    script = f'source "{LIB}"; use_triton_site "{site}"; echo "rc=$? $PYTHONPATH ${{TRITON_BACKENDS_IN_TREE:-}}"'
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_BACKENDS_IN_TREE"}
+    env["PYTHONPATH"] = "/checkout"
+    return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
+
+
+def test_the_device_scripts_run_under_an_unpacked_site_first_on_the_path(tmp_path):
+    site = tmp_path / "site"
+    (site / "triton").mkdir(parents=True)
+    (site / "triton" / "__init__.py").write_text("")
+    got = _use_site(site)
+    assert got.stdout.split() == ["rc=0", f"{site}:/checkout", "1"], got.stderr
+
+
+def test_a_site_without_triton_names_the_unpack_step(tmp_path):
+    got = _use_site(tmp_path / "empty")
+    assert got.stdout.split() == ["rc=1", "/checkout"]
+    assert "triton_carry.sh unpack" in got.stderr and ".whl/t39" in got.stderr
+
+
+def test_every_device_script_takes_its_carried_triton_from_device_lib():
+    """One way to run under a carried triton: no device script sets TRITON_BACKENDS_IN_TREE itself."""
+    bench = os.path.join(ROOT, "benchmarks")
+    for name in ("fa4_device_run.sh", "gluon_bwd_override_run.sh", "gpu_suite.sh"):
+        text = open(os.path.join(bench, name)).read()
+        assert "device_lib.sh" in text and "use_triton_site" in text, name
+        assert "TRITON_BACKENDS_IN_TREE=1" not in text, name
