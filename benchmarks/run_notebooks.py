@@ -9,8 +9,10 @@ error and report it.
 
     FLASHSIM_SIZE=full PYTHONPATH=$PWD python benchmarks/run_notebooks.py --plain --out results.json
 
-The JSON holds, under "results", one record per notebook: {"notebook", "wall_s", "size", "device", "method", "ok", "error"}, which
-``make figures`` draws as figures/notebook_wall_times.png.
+The JSON holds, under "results", one record per notebook: {"notebook", "wall_s", "size", "device", "method", "ok",
+"error"}, which ``make figures`` draws as figures/notebook_wall_times.png; under "info", what the run ran on
+(:func:`flashsim.measure.provenance.run_info`: versions of torch and triton, GPU, driver), or only the Python version
+where torch or triton is missing.
 """
 from __future__ import annotations
 
@@ -41,6 +43,16 @@ def _device_name() -> str:
     return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
 
+def _info(command: str) -> dict:
+    """The run's provenance (versions, GPU, date, command); without torch or triton, the Python version alone."""
+    try:
+        from flashsim.measure.provenance import run_info
+
+        return run_info(command)
+    except ImportError:
+        return {"python": platform.python_version(), "command": command}
+
+
 def run_kernel(path: Path, timeout_s: int) -> None:
     """Execute `path` in a fresh Jupyter kernel (what nbmake does)."""
     import nbformat
@@ -63,6 +75,8 @@ def main(argv=None) -> int:
     size = os.environ.get("FLASHSIM_SIZE", "full") or "full"
     device = _device_name()
     method = "plain Python (code cells in order)" if args.plain else "nbclient (fresh Jupyter kernel)"
+    command = " ".join([Path(sys.executable).name, *sys.argv])
+    info = _info(command) if args.out else None
     records = []
     for path in paths:
         start = time.perf_counter()
@@ -77,8 +91,8 @@ def main(argv=None) -> int:
         print(f"{path.name:32s} {'ok ' if error is None else 'ERR'} {wall_s:7.1f} s", flush=True)
         if args.out:  # after every notebook, so a run cut short still leaves its records
             result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                      "command": " ".join([Path(sys.executable).name, *sys.argv]),
-                      "python": platform.python_version(), "results": records}
+                      "command": command, "python": platform.python_version(), "info": info,
+                      "results": records}
             Path(args.out).write_text(json.dumps(result, indent=2))
     print(f"\n{sum(r['ok'] for r in records)}/{len(records)} notebooks ran ({size} size, {device}, {method})")
     return 0 if all(r["ok"] for r in records) else 1
