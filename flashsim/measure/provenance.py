@@ -21,8 +21,23 @@ def _command_output(args: list[str]) -> str | None:
     return out.stdout.strip() or None
 
 
+def code_tree(root: str | None = None) -> str | None:
+    """The checkout the code ran from: its commit's short hash, plus how many paths differ from that commit (a GPU
+    machine's copy of a working tree can carry an older commit's metadata); None outside a git checkout.
+
+    `root` defaults to the folder above this package (the repository root when flashsim runs from a checkout)."""
+    root = root or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    head = _command_output(["git", "-C", root, "rev-parse", "--short", "HEAD"])
+    if head is None:
+        return None
+    status = _command_output(["git", "-C", root, "status", "--porcelain"])
+    changed = len(status.splitlines()) if status else 0
+    return head + (f" + {changed} paths changed or added since" if changed else "")
+
+
 def run_info(command: str | None = None) -> dict:
-    """Versions (python, torch, triton, numpy), date (UTC), command, and the GPU(s) or CPU this process sees.
+    """Versions (python, torch, triton, numpy), date (UTC), command, the code's tree (:func:`code_tree`), and the
+    GPU(s) or CPU this process sees.
 
     With a CUDA GPU: name, SM count, L2 and memory bytes of GPU 0, all GPU names, CUDA, cuDNN and NCCL versions,
     the driver and clocks from nvidia-smi, and ncu's version when ncu is on PATH. Without: the CPU and core count.
@@ -34,7 +49,7 @@ def run_info(command: str | None = None) -> dict:
 
     info = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
             "numpy": numpy.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-            "command": command or "python " + " ".join(shlex.quote(a) for a in sys.argv)}
+            "command": command or "python " + " ".join(shlex.quote(a) for a in sys.argv), "tree": code_tree()}
     if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(0)
         info.update(gpu=p.name, gpus=[torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
