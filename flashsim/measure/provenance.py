@@ -23,10 +23,15 @@ def _command_output(args: list[str]) -> str | None:
 
 def code_tree(root: str | None = None) -> str | None:
     """The checkout the code ran from: its commit's short hash, plus how many paths differ from that commit (a GPU
-    machine's copy of a working tree can carry an older commit's metadata); None outside a git checkout.
+    machine's copy of a working tree can carry an older commit's metadata); None unless `root` is the top of a git
+    checkout.
 
-    `root` defaults to the folder above this package (the repository root when flashsim runs from a checkout)."""
+    `root` defaults to the folder above this package: the repository root when flashsim runs from a checkout; an
+    installed flashsim's folder is no checkout's top, even inside some other repository, so it gets None."""
     root = root or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    top = _command_output(["git", "-C", root, "rev-parse", "--show-toplevel"])
+    if top is None or os.path.realpath(top) != os.path.realpath(root):
+        return None
     head = _command_output(["git", "-C", root, "rev-parse", "--short", "HEAD"])
     if head is None:
         return None

@@ -25,3 +25,11 @@ def test_the_tree_names_the_commit_and_the_paths_changed_since(tmp_path):
 
 def test_outside_a_checkout_there_is_no_tree(tmp_path):
     assert provenance.code_tree(str(tmp_path)) is None
+
+
+def test_a_folder_inside_another_checkout_is_not_taken_for_the_code(tmp_path):
+    """An installed flashsim under some other repository (a venv inside it) names no tree."""
+    _git(tmp_path, "init", "-q")
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    assert provenance.code_tree(str(site)) is None
