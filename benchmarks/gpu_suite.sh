@@ -37,9 +37,10 @@ python3 -c "import pytest_timeout" 2>/dev/null && timeout_flag="--timeout=${PER_
 '| torch', torch.__version__, '| CUDA', torch.version.cuda, '| triton', triton.__version__, \
 '| GPUs seen by torch', torch.cuda.device_count())" 2>&1
   echo "# ncu: $(command -v ncu >/dev/null 2>&1 && ncu --version | tail -1 || echo none)"
-  # a device copy of the working tree may carry an older commit's git metadata: say how many paths differ from it
-  echo "# tree: $(git rev-parse --short HEAD 2>/dev/null || echo 'no git metadata (device copy of the working tree)')\
-$(git status --porcelain 2>/dev/null | awk 'END {if (NR) print " + " NR " paths changed or added since"}')"
+  # the commit, and how many paths differ from it (a device copy may carry an older commit's git metadata): the
+  # `tree` every recorded result names (flashsim.measure.provenance.code_tree)
+  echo "# tree: $(python3 -c "from flashsim.measure.provenance import code_tree; \
+print(code_tree() or 'no git metadata (device copy of the working tree)')" 2>&1 | tail -1)"
   echo "# absent here (their tests skip): $(python3 -c "import importlib.util as u; print(' '.join(m for m in \
 ('ipywidgets', 'ipykernel', 'jupyterlab', 'nbformat', 'nbmake', 'playwright', 'importlinter', 'numba') \
 if u.find_spec(m) is None) or 'none')")"
