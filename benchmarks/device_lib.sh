@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# What the device scripts (fa4_device_run.sh, gluon_bwd_override_run.sh, gpu_suite.sh) share; they source it.
+# What the device scripts (fa4_device_run.sh, gluon_bwd_override_run.sh, gluon_bwd_ncu_run.sh, gpu_suite.sh) share;
+# they source it.
 #
 # quiet: the GPU calls' log filter. A call returns only the last 12,000 characters of its output, so the lines that
 # repeat on every compile or launch go:

@@ -70,7 +70,9 @@ def main(argv=None):
     ap.add_argument("--no-triton", action="store_true", help="with --bwd: no Triton column (fewer compiles)")
     ap.add_argument("--bwd", action="store_true", help="the backward: correctness grid, tuning, timing table")
     ap.add_argument("--fwd-by-n", action="store_true", help="with --bwd: time forward configurations per N first")
-    ap.add_argument("--ncu-bwd", default=None, help="dtype,d,causal,N: run that backward (warm-up, then once)")
+    ap.add_argument("--ncu-bwd", default=None,
+                    help="dtype,d,causal,N: run that backward (ours, cuDNN's and, where it imports, FA4's; warm-up, "
+                         "then once)")
     ap.add_argument("--grid", default="bwd,fwd", help="with --bwd: which kernels the correctness grid checks")
     ap.add_argument("--bwd-override", default=None,
                     help="with --bwd: JSON overrides applied to every BWD_CONFIGS entry before the grid, or "

@@ -369,6 +369,8 @@ def bwd_main(args):
         from torch.nn.attention import SDPBackend
         cudnn = bwd_sdpa_fn(SDPBackend.CUDNN_ATTENTION, q, k, v, do, causal)   # cuDNN's backward, for comparison
         runs = [lambda: g.gluon_backward(q, k, v, o, lse, do, causal=causal), cudnn]
+        if fa4.available()[0]:                       # FA4's backward as well, where it imports (optional)
+            runs.append(bwd_fn(fa4.attention, q, k, v, do, causal))
         if extra:
             runs.append(lambda: g.gluon_backward(q, k, v, o, lse, do, causal=causal, config=extra))
         for fn in runs:

@@ -66,7 +66,7 @@ def test_a_site_without_triton_names_the_unpack_step(tmp_path):
 def test_every_device_script_takes_its_carried_triton_from_device_lib():
     """One way to run under a carried triton: no device script sets TRITON_BACKENDS_IN_TREE itself."""
     bench = os.path.join(ROOT, "benchmarks")
-    for name in ("fa4_device_run.sh", "gluon_bwd_override_run.sh", "gpu_suite.sh"):
+    for name in ("fa4_device_run.sh", "gluon_bwd_override_run.sh", "gluon_bwd_ncu_run.sh", "gpu_suite.sh"):
         text = open(os.path.join(bench, name)).read()
         assert "device_lib.sh" in text and "use_triton_site" in text, name
         assert "TRITON_BACKENDS_IN_TREE=1" not in text, name
