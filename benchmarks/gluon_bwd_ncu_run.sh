@@ -21,9 +21,10 @@ if [ -n "${TRITON_SITE:-}" ]; then use_triton_site "$TRITON_SITE" || exit 4; fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4_cache
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; ncu --version | tail -1
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 KNOWN=$(ncu --query-metrics 2>/dev/null | awk '{print $1}')
 M=gpu__time_duration.sum
-for m in sm__pipe_tensor_op_gmma_cycles_active sm__pipe_tensor_op_hmma_cycles_active sm__pipe_shared_cycles_active \
+for m in sm__pipe_tensor_op_gmma_cycles_active sm__pipe_tensor_op_hmma_cycles_active \
          l1tex__data_bank_reads l1tex__data_bank_writes l1tex__data_pipe_lsu_wavefronts_mem_shared \
          sm__throughput smsp__inst_executed; do
   if grep -qx "$m" <<< "$KNOWN"; then
@@ -45,9 +46,11 @@ for path in sys.argv[1:]:
     if len(rows) < 3:
         print(path, "no kernels"); continue
     head, body = rows[0], rows[2:]          # names, units, one row per kernel
-    cols = [i for i, h in enumerate(head) if "__" in h]
+    # the metrics asked for (their .avg / .sum columns), not the device attributes --page raw adds
+    cols = [i for i, h in enumerate(head) if h.startswith(("gpu__time_duration.sum", "sm__", "l1tex__", "smsp__"))
+            and (".avg." in h or h.endswith(".sum"))]
     print(f"\n{path.rsplit('/', 1)[-1]}")
-    print(" | ".join(["kernel"] + [head[i].split("__", 1)[1].split(".")[0][:28] for i in cols]))
+    print(" | ".join(["kernel"] + [head[i].split("__", 1)[1].split(".")[0][:32] for i in cols]))
     for r in body:
         name = r[head.index("Kernel Name")] if "Kernel Name" in head else r[4]
         print(" | ".join([name[:44]] + [r[i] for i in cols]))
