@@ -75,7 +75,8 @@ class Loop:
         """Shared-memory bytes one warpgroup's wgmmas read per trip, for 16-bit operands: each m64nNk16 reads B
         (N x 16) and, when A comes from shared memory too (``gdesc`` right after the accumulator), A (64 x 16); an
         A from registers (``R...``) reads none. At 128 bytes per clock per SM, an m64n64k16 from shared memory
-        reads as fast as the tensor cores multiply: N = 64 leaves no bandwidth for anything else."""
+        reads as fast as the tensor cores multiply, so by this arithmetic N = 64 leaves no bandwidth for anything
+        else; an upper bound, since Nsight Compute measures less (benchmarks/results/NOTES.md)."""
         total = 0
         for i in self.instrs:
             if opcode(i) != "HGMMA":
