@@ -18,8 +18,7 @@ T0=$(date +%s); left() { echo $(( ${BUDGET_S:-540} - ($(date +%s) - T0) )); }
 if ENV_LINE=$(bash benchmarks/fa4_carry.sh unpack .whl/fa4/b .whl/fa4/a 2>/dev/null); then eval "$ENV_LINE"
 else echo "== FA4's wheels missing (no stash from call 1?): ours and cuDNN only"; fi
 if [ -n "${TRITON_SITE:-}" ]; then use_triton_site "$TRITON_SITE" || exit 4; fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4_cache
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}   # FA4's kernel cache: set by gluon_bench.fa4 at import
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; ncu --version | tail -1
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 KNOWN=$(ncu --query-metrics 2>/dev/null | awk '{print $1}')

@@ -22,6 +22,7 @@ import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _PRED = re.compile(r"^@!?U?P[T0-9]+\s+")
@@ -42,13 +43,18 @@ def opcode(instr: str) -> str:
     return instr.split()[0].split(".")[0]
 
 
+def wgmma_shape(instr: str) -> str:
+    """``HGMMA.64x80x16.F32 R192, ...`` -> ``64x80x16`` (M x N x K)."""
+    return instr.split()[0].split(".")[1]
+
+
 @dataclass
 class Loop:
     start: int                       # the branch target
     end: int                         # the backward branch's address
     instrs: list[str] = field(repr=False)
 
-    @property
+    @cached_property
     def counts(self) -> Counter:
         return Counter(opcode(i) for i in self.instrs)
 
@@ -63,13 +69,13 @@ class Loop:
         return out
 
     def wgmma_shapes(self) -> Counter:
-        return Counter(i.split()[0].split(".")[1] for i in self.instrs if opcode(i) == "HGMMA")
+        return Counter(wgmma_shape(i) for i in self.instrs if opcode(i) == "HGMMA")
 
     def query_rows(self) -> int:
         """The query rows of one trip of a FlashAttention backward that computes Sᵀ = K Qᵀ (keys on wgmma's M side,
         FA3's and FA4's ``SdP_swapAB``, and the course's Gluon backward): the N of the trip's first wgmma."""
         first = next(i for i in self.instrs if opcode(i) == "HGMMA")
-        return int(first.split()[0].split(".")[1].split("x")[1])
+        return int(wgmma_shape(first).split("x")[1])
 
     def wgmma_shared_bytes(self) -> int:
         """Shared-memory bytes one warpgroup's wgmmas read per trip, for 16-bit operands: each m64nNk16 reads B
@@ -81,7 +87,7 @@ class Loop:
         for i in self.instrs:
             if opcode(i) != "HGMMA":
                 continue
-            m, n, k = (int(x) for x in i.split()[0].split(".")[1].split("x"))
+            m, n, k = (int(x) for x in wgmma_shape(i).split("x"))
             a_operand = i.split(None, 1)[1].split(",")[1].strip()
             total += 2 * n * k + (2 * m * k if a_operand.startswith("gdesc") else 0)
         return total

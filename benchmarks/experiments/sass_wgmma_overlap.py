@@ -14,14 +14,17 @@ up to the next wgmma.
 """
 from __future__ import annotations
 
-import re
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sass_loops import parse  # noqa: E402  (the one reading of a cuobjdump listing)
 
 
 def stretches(sass: str):
     """[(exponentials between a wait(1) and the next wait(0), exponentials after that wait(0) up to the next
     HGMMA or wait), ...] in listing order."""
-    ops = [m.group(1) for m in (re.search(r"/\*[0-9a-f]+\*/\s+(.*?)\s*;", line) for line in sass.splitlines()) if m]
+    ops = [instr for _, instr in parse(sass)]
     out, i = [], 0
     while i < len(ops):
         if "DEPBAR.LE gsb0, 0x1" in ops[i]:
