@@ -9,7 +9,9 @@
 # Without call 1's stash FA4's column is absent. Knobs: ROWS (dtype,d,causal,N ...; default the d=128 pair and d=64),
 # TRITON_SITE (the course's kernels under another triton, as in fa4_device_run.sh), BUDGET_S (540).
 # Of the metrics it wants it asks ncu only for those this ncu knows (`ncu --query-metrics`), so that a renamed one
-# costs its column, not the call. Writes $OUT/ncu_<row>.csv (ncu --csv --page raw), $OUT/log.txt; a table last.
+# costs its column, not the call. It also asks for every warp stall reason (a regex, so not checked that way) and
+# prints each row's reasons side by side with ours' three idle warps set apart (benchmarks/gluon_bench/stalls.py,
+# --raw). Writes $OUT/ncu_<row>.csv (ncu --csv --page raw), $OUT/log.txt; the tables last.
 set -u -o pipefail
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 source "$(dirname "$0")/device_lib.sh"   # quiet; use_triton_site
@@ -30,6 +32,8 @@ for m in sm__pipe_tensor_op_gmma_cycles_active sm__pipe_tensor_op_hmma_cycles_ac
     case $m in smsp__inst_executed) M=$M,$m.sum;; *) M=$M,$m.avg.pct_of_peak_sustained_elapsed;; esac
   else echo "== not in this ncu: $m"; fi
 done
+# every stall reason, per issued instruction, and the cycles that set ours' idle warps apart (stalls.py --raw)
+M="$M,regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio\$,smsp__cycles_active.avg"
 echo "== metrics: $M"
 for ROW in ${ROWS:-fp16,128,0,8192 fp16,128,1,8192 fp16,64,0,8192}; do
   [ "$(left)" -gt 40 ] || { echo "== out of time before $ROW"; break; }
@@ -54,4 +58,8 @@ for path in sys.argv[1:]:
         name = r[head.index("Kernel Name")] if "Kernel Name" in head else r[4]
         print(" | ".join([name[:44]] + [r[i] for i in cols]))
 PY
+for F in "$O"/ncu_*.csv; do
+  echo; echo "${F##*/}: warp stall reasons of the main kernels (1e9 warp-cycles)"
+  python3 -m benchmarks.gluon_bench.stalls --raw "$F" --idle attn_bwd_sm90=3 2>&1 | tail -12
+done
 } 2>&1 | tee "$O/log.txt"

@@ -14,6 +14,17 @@ On the GPU machine (one launch of the kernel under ncu, then its source page as 
     ncu -i rep.ncu-rep --page source --csv --print-source sass > src.csv
 
 then anywhere: ``python -m benchmarks.gluon_bench.stalls src.csv [--top 6]``.
+
+Without source pages, a whole launch's stall reasons compare kernels side by side (ours, cuDNN's, FA4's: each
+reason's stall cycles per issued instruction, times the instructions). Idle warps there are set apart by count:
+``--idle attn_bwd_sm90=3`` takes 3 warps per SM for the whole launch off the kernel's "barrier" figure. On the GPU
+machine (``benchmarks/gluon_bwd_ncu_run.sh`` asks for these metrics with its others)::
+
+    ncu --clock-control none --profile-from-start off --csv --page raw --metrics \
+        'regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$,smsp__inst_executed.sum,\
+smsp__cycles_active.avg,gpu__time_duration.sum' python3 benchmarks/gluon_validate.py --ncu-bwd ROW ... > raw.csv
+
+then ``python -m benchmarks.gluon_bench.stalls --raw raw.csv --idle attn_bwd_sm90=3``.
 """
 from __future__ import annotations
 
@@ -98,12 +109,88 @@ def report(s: dict) -> str:
     return "\n".join(lines)
 
 
+_RATIO = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "")) if text.strip() not in ("", "n/a") else 0.0
+
+
+def launch_stalls(path: str, idle: dict | None = None, min_ms: float = 0.0) -> list[dict]:
+    """Per kernel launch of an ncu ``--csv --page raw`` file with the stall-ratio metrics:
+    [{"kernel", "time_ms", "warp_instructions", "idle_warps", "gcycles": {reason: 1e9 warp-cycles}}, ...], reasons
+    largest first, "selected" (issuing) left out. ``idle``: {kernel-name prefix: warps per SM parked for the whole
+    launch}; their cycles (warps x SMs x active cycles) come off that kernel's "barrier". Launches shorter than
+    ``min_ms`` are left out (a backward's pre- and post-passes)."""
+    with open(path, newline="") as f:
+        rows = [r for r in csv.reader(line for line in f if line.startswith('"')) if r]
+    if not rows or "Kernel Name" not in rows[0]:
+        raise ValueError(f"{path}: not an ncu --csv --page raw file (no 'Kernel Name' column)")
+    head = rows[0]
+    reasons = {i: m.group(1) for i, n in enumerate(head) if (m := _RATIO.match(n)) and m.group(1) != "selected"}
+    need = ["smsp__inst_executed.sum", "gpu__time_duration.sum"]
+    if not reasons or any(n not in head for n in need):
+        raise ValueError(f"{path}: needs the metrics smsp__average_warps_issue_stalled_*_per_issue_active.ratio, "
+                         f"{', '.join(need)} (the module docstring's ncu command)")
+    col = {n: head.index(n) for n in need + ["smsp__cycles_active.avg", "device__attribute_multiprocessor_count"]
+           if n in head}
+    out = []
+    for r in rows[2:]:                                   # rows[1]: units
+        name = r[head.index("Kernel Name")]
+        ns = _number(r[col["gpu__time_duration.sum"]])   # ncu's unit here: ns
+        if ns / 1e6 < min_ms:
+            continue
+        inst = _number(r[col["smsp__inst_executed.sum"]])
+        g = {reason: _number(r[i]) * inst / 1e9 for i, reason in reasons.items()}
+        warps = next((w for prefix, w in (idle or {}).items() if name.startswith(prefix)), 0)
+        if warps:
+            if "smsp__cycles_active.avg" not in col or "device__attribute_multiprocessor_count" not in col:
+                raise ValueError(f"{path}: --idle needs smsp__cycles_active.avg and the raw page's SM count")
+            parked = warps * _number(r[col["device__attribute_multiprocessor_count"]]) \
+                * _number(r[col["smsp__cycles_active.avg"]]) / 1e9
+            g["barrier"] = max(0.0, g.get("barrier", 0.0) - parked)
+        out.append({"kernel": name, "time_ms": ns / 1e6, "warp_instructions": int(inst), "idle_warps": warps,
+                    "gcycles": dict(sorted(g.items(), key=lambda kv: -kv[1]))})
+    return out
+
+
+def launch_report(launches: list[dict], top: int = 8) -> str:
+    """Launches side by side: one line per reason (the largest ``top`` over all of them), 1e9 warp-cycles."""
+    if not launches:
+        return "no launches"
+    total = Counter()
+    for launch in launches:
+        total.update(launch["gcycles"])
+    names = [f"{launch['kernel'][:24]} ({launch['time_ms']:.2f} ms"
+             + (f", {launch['idle_warps']} idle warps off" if launch["idle_warps"] else "") + ")"
+             for launch in launches]
+    lines = ["stall reason, 1e9 warp-cycles | " + " | ".join(names)]
+    lines += [f"{reason:<30} | " + " | ".join(f"{launch['gcycles'].get(reason, 0.0):.2f}" for launch in launches)
+              for reason, _ in total.most_common(top)]
+    return "\n".join(lines)
+
+
+def _idle_arg(text: str) -> tuple:
+    prefix, _, warps = text.partition("=")
+    if not prefix or not warps.isdigit():
+        raise argparse.ArgumentTypeError(f"--idle {text!r}: write KERNEL_PREFIX=WARPS, e.g. attn_bwd_sm90=3")
+    return prefix, int(warps)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("csv", help="ncu -i REPORT --page source --csv --print-source sass (one launch)")
-    ap.add_argument("--top", type=int, default=5, help="instructions shown per reason")
+    ap.add_argument("csv", help="ncu -i REPORT --page source --csv --print-source sass (one launch); with --raw, "
+                    "ncu --csv --page raw with the stall-ratio metrics (any number of launches)")
+    ap.add_argument("--top", type=int, help="instructions shown per reason (5); with --raw, reasons shown (8)")
+    ap.add_argument("--raw", action="store_true", help="whole launches side by side from a raw page")
+    ap.add_argument("--idle", type=_idle_arg, action="append", default=[],
+                    help="with --raw: KERNEL_PREFIX=WARPS parked per SM for the whole launch (ours: attn_bwd_sm90=3)")
+    ap.add_argument("--min-ms", type=float, default=0.5, help="with --raw: leave out shorter launches")
     args = ap.parse_args(argv)
-    print(report(summary(load(args.csv), args.top)))
+    if args.raw:
+        print(launch_report(launch_stalls(args.csv, dict(args.idle), args.min_ms), args.top or 8))
+    else:
+        print(report(summary(load(args.csv), args.top or 5)))
     return 0
 
 
