@@ -20,9 +20,10 @@ reason's stall cycles per issued instruction, times the instructions). Idle warp
 ``--idle attn_bwd_sm90=3`` takes 3 warps per SM for the whole launch off the kernel's "barrier" figure. On the GPU
 machine (``benchmarks/gluon_bwd_ncu_run.sh`` asks for these metrics with its others)::
 
-    ncu --clock-control none --profile-from-start off --csv --page raw --metrics \
-        'regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$,smsp__inst_executed.sum,\
-smsp__cycles_active.avg,gpu__time_duration.sum' python3 benchmarks/gluon_validate.py --ncu-bwd ROW ... > raw.csv
+    M='regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio$,smsp__inst_executed.sum'
+    M="$M,smsp__cycles_active.avg,gpu__time_duration.sum"
+    ncu --clock-control none --profile-from-start off --csv --page raw --metrics "$M" \\
+        python3 benchmarks/gluon_validate.py --ncu-bwd ROW --out /tmp/x.json > raw.csv
 
 then ``python -m benchmarks.gluon_bench.stalls --raw raw.csv --idle attn_bwd_sm90=3``.
 """
