@@ -43,19 +43,22 @@ for ROW in ${ROWS:-fp16,128,0,8192 fp16,128,1,8192 fp16,64,0,8192}; do
   echo "== $ROW: rc $? ($(left) s left)"; tail -3 "$F.err" | quiet
 done
 python3 - "$O"/ncu_*.csv <<'PY'
-import csv, sys
+import sys
+from benchmarks.gluon_bench.stalls import raw_page
 for path in sys.argv[1:]:
-    rows = [r for r in csv.reader(l for l in open(path) if l.startswith('"')) if r]
-    if len(rows) < 3:
+    try:
+        head, _, body = raw_page(path)      # names, units, one row per kernel
+    except ValueError:
+        body = []
+    if not body:
         print(path, "no kernels"); continue
-    head, body = rows[0], rows[2:]          # names, units, one row per kernel
     # the metrics asked for (their .avg / .sum columns), not the device attributes --page raw adds
     cols = [i for i, h in enumerate(head) if h.startswith(("gpu__time_duration.sum", "sm__", "l1tex__", "smsp__"))
             and (".avg." in h or h.endswith(".sum"))]
     print(f"\n{path.rsplit('/', 1)[-1]}")
     print(" | ".join(["kernel"] + [head[i].split("__", 1)[1].split(".")[0][:32] for i in cols]))
     for r in body:
-        name = r[head.index("Kernel Name")] if "Kernel Name" in head else r[4]
+        name = r[head.index("Kernel Name")]
         print(" | ".join([name[:44]] + [r[i] for i in cols]))
 PY
 for F in "$O"/ncu_*.csv; do

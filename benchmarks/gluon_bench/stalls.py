@@ -117,28 +117,38 @@ def _number(text: str) -> float:
     return float(text.replace(",", "")) if text.strip() not in ("", "n/a") else 0.0
 
 
+def raw_page(path: str) -> tuple[list, list, list]:
+    """An ncu ``--csv --page raw`` file as (metric names, their units, one row per launch). Raises ValueError when
+    it is not one (no 'Kernel Name' column)."""
+    with open(path, newline="") as f:
+        rows = [r for r in csv.reader(line for line in f if line.startswith('"')) if r]
+    if not rows or "Kernel Name" not in rows[0]:
+        raise ValueError(f"{path}: not an ncu --csv --page raw file (no 'Kernel Name' column)")
+    return rows[0], rows[1] if len(rows) > 1 else [], rows[2:]
+
+
 def launch_stalls(path: str, idle: dict | None = None, min_ms: float = 0.0) -> list[dict]:
     """Per kernel launch of an ncu ``--csv --page raw`` file with the stall-ratio metrics:
     [{"kernel", "time_ms", "warp_instructions", "idle_warps", "gcycles": {reason: 1e9 warp-cycles}}, ...], reasons
     largest first, "selected" (issuing) left out. ``idle``: {kernel-name prefix: warps per SM parked for the whole
     launch}; their cycles (warps x SMs x active cycles) come off that kernel's "barrier". Launches shorter than
     ``min_ms`` are left out (a backward's pre- and post-passes)."""
-    with open(path, newline="") as f:
-        rows = [r for r in csv.reader(line for line in f if line.startswith('"')) if r]
-    if not rows or "Kernel Name" not in rows[0]:
-        raise ValueError(f"{path}: not an ncu --csv --page raw file (no 'Kernel Name' column)")
-    head = rows[0]
+    head, units, body = raw_page(path)
     reasons = {i: m.group(1) for i, n in enumerate(head) if (m := _RATIO.match(n)) and m.group(1) != "selected"}
     need = ["smsp__inst_executed.sum", "gpu__time_duration.sum"]
     if not reasons or any(n not in head for n in need):
         raise ValueError(f"{path}: needs the metrics smsp__average_warps_issue_stalled_*_per_issue_active.ratio, "
                          f"{', '.join(need)} (the module docstring's ncu command)")
-    col = {n: head.index(n) for n in need + ["smsp__cycles_active.avg", "device__attribute_multiprocessor_count"]
-           if n in head}
+    col = {n: head.index(n) for n in need + ["Kernel Name", "smsp__cycles_active.avg",
+                                             "device__attribute_multiprocessor_count"] if n in head}
+    time_unit = units[col["gpu__time_duration.sum"]] if units else ""
+    if time_unit not in ("ns", "nsecond"):
+        raise ValueError(f"{path}: gpu__time_duration.sum is in {time_unit!r}, not ns: run ncu with "
+                         "--print-units base")
     out = []
-    for r in rows[2:]:                                   # rows[1]: units
-        name = r[head.index("Kernel Name")]
-        ns = _number(r[col["gpu__time_duration.sum"]])   # ncu's unit here: ns
+    for r in body:
+        name = r[col["Kernel Name"]]
+        ns = _number(r[col["gpu__time_duration.sum"]])
         if ns / 1e6 < min_ms:
             continue
         inst = _number(r[col["smsp__inst_executed.sum"]])

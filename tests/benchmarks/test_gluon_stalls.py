@@ -106,3 +106,11 @@ def test_launch_stalls_name_what_is_missing(tmp_path):
         stalls.launch_stalls(str(bare))
     with pytest.raises(SystemExit):
         stalls.main(["--raw", str(bare), "--idle", "attn_bwd_sm90"])
+
+
+def test_launch_stalls_ask_for_base_units_when_the_time_is_not_in_ns(tmp_path):
+    path = tmp_path / "us.csv"
+    write_raw(path)
+    path.write_text(path.read_text().replace('"ns"', '"usecond"', 1))
+    with pytest.raises(ValueError, match="--print-units base"):
+        stalls.launch_stalls(str(path))
