@@ -11,9 +11,18 @@ any cubin.
 
 ``ROWS``: the query rows one trip handles (the tile's BLOCK_M / tile_m), to print instructions per row; ``:auto``
 takes them from the trip's first wgmma (:meth:`Loop.query_rows`: right for a backward that computes Sᵀ first).
-A loop is a backward branch (``BRA`` to a lower address); the main loop is the shortest one that holds the most
-wgmmas (``HGMMA``): the retry paths of mbarrier waits also branch backwards, over longer spans. ``--all`` lists
-every loop that holds a wgmma.
+A loop is a backward branch (``BRA`` to a lower address); the main loop is the shortest of the innermost ones that
+holds the most wgmmas (``HGMMA``): the retry paths of mbarrier waits also branch backwards, over longer spans.
+``--all`` lists every loop that holds a wgmma.
+
+The second 64-bit word of each instruction carries the control code ptxas wrote for it (:class:`Control`): the cycles
+the warp waits before its next issue (the stall count), and the scoreboards it sets and waits on. The sum of the stall
+counts over a trip is the fewest cycles one warp needs to issue that trip when no result keeps it waiting (a wgmma,
+a load, a barrier) and no other warp takes the issue slot: its **static cycles**. They are counted on the trip's
+**straight path**, where each forward branch inside the trip is taken, so a block the kernel runs only sometimes
+(the course's causal and ragged-N mask) is left out. The stall counts of ``MUFU`` instructions show whether the
+exponentials issue back to back, one per eight cycles (the SM's 16 lanes of special functions take 8 cycles per
+warp instruction), or with other work between them.
 """
 from __future__ import annotations
 
@@ -26,15 +35,50 @@ from functools import cached_property
 
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _PRED = re.compile(r"^@!?U?P[T0-9]+\s+")
+_WORD = re.compile(r"^\s*/\* 0x([0-9a-f]{16}) \*/\s*$")
+
+
+@dataclass(frozen=True)
+class Control:
+    """The control code of one sm_70+ instruction: bits 105-125 of its 128 (bits 41-61 of the second word), in the
+    layout Jia et al. read from Volta's (arXiv:1804.06826, section 2.2) and later architectures keep.
+
+    ``stall``: cycles before the warp's next issue; ``yield_``: the scheduler may switch warps; ``write_sb``,
+    ``read_sb``: the scoreboard (0-5; 7: none) the instruction sets for its result or its operands; ``wait_mask``:
+    the scoreboards it waits on before it issues (bit k: scoreboard k); ``reuse``: operand reuse cache flags."""
+    stall: int
+    yield_: int
+    write_sb: int
+    read_sb: int
+    wait_mask: int
+    reuse: int
+
+    @classmethod
+    def from_word(cls, word: int) -> "Control":
+        c = word >> 41
+        return cls(stall=c & 0xF, yield_=(c >> 4) & 1, write_sb=(c >> 5) & 7, read_sb=(c >> 8) & 7,
+                   wait_mask=(c >> 11) & 0x3F, reuse=(c >> 17) & 0xF)
 
 
 def parse(sass: str) -> list[tuple[int, str]]:
     """(address, instruction without its predicate) for every instruction of a ``cuobjdump -sass`` listing."""
+    return [(a, i) for a, i, _, _ in parse_full(sass)]
+
+
+def parse_full(sass: str) -> list[tuple[int, str, bool, Control | None]]:
+    """(address, instruction without its predicate, predicated?, control code) for every instruction of a
+    ``cuobjdump -sass`` listing; the control code is None where the listing has no second word (``-sass`` prints
+    it on the line below the instruction)."""
     out = []
-    for line in sass.splitlines():
+    lines = sass.splitlines()
+    for k, line in enumerate(lines):
         m = _LINE.search(line)
-        if m:
-            out.append((int(m.group(1), 16), _PRED.sub("", m.group(2).strip())))
+        if not m:
+            continue
+        text = m.group(2).strip()
+        w = _WORD.match(lines[k + 1]) if k + 1 < len(lines) else None
+        out.append((int(m.group(1), 16), _PRED.sub("", text), bool(_PRED.match(text)),
+                    Control.from_word(int(w.group(1), 16)) if w else None))
     return out
 
 
@@ -53,6 +97,38 @@ class Loop:
     start: int                       # the branch target
     end: int                         # the backward branch's address
     instrs: list[str] = field(repr=False)
+    addresses: list[int] = field(default_factory=list, repr=False)
+    controls: list = field(default_factory=list, repr=False)   # Control or None, one per instruction
+    predicated: list[bool] = field(default_factory=list, repr=False)
+
+    def straight_path(self) -> list[int]:
+        """Indices of the trip's instructions on its straight path: every predicated forward branch that lands
+        inside the trip is taken, so the instructions it jumps over are left out (a branch that leaves the trip,
+        such as an mbarrier wait's retry, is not)."""
+        skipped = set()
+        for k, (a, instr) in enumerate(zip(self.addresses, self.instrs)):
+            m = re.search(r"0x([0-9a-f]+)", instr) if opcode(instr) == "BRA" and self.predicated[k] else None
+            if m and a < int(m.group(1), 16) <= self.end:
+                target = int(m.group(1), 16)
+                skipped.update(j for j, b in enumerate(self.addresses) if a < b < target)
+        return [k for k in range(len(self.instrs)) if k not in skipped]
+
+    def static_cycles(self) -> dict | None:
+        """On the straight path: its instructions, the sum of their stall counts (``static_cycles``), that sum per
+        opcode (the five largest), and the MUFU instructions' share (``mufu_stall_cycles``, and how many of them
+        stall 8 cycles or more: issued back to back). None where the listing has no control codes."""
+        if len(self.controls) != len(self.instrs) or len(self.addresses) != len(self.instrs):
+            return None
+        path = self.straight_path()
+        if not path or any(self.controls[k] is None for k in path):
+            return None
+        by_op = Counter()
+        for k in path:
+            by_op[opcode(self.instrs[k])] += self.controls[k].stall
+        mufu = [self.controls[k].stall for k in path if opcode(self.instrs[k]) == "MUFU"]
+        return dict(straight_instructions=len(path), static_cycles=sum(by_op.values()),
+                    stall_by_opcode=dict(by_op.most_common(5)), mufu_stall_cycles=sum(mufu),
+                    mufu_back_to_back=sum(1 for st in mufu if st >= 8))
 
     @cached_property
     def counts(self) -> Counter:
@@ -102,6 +178,9 @@ class Loop:
                    wgmma_waits=sum(1 for i in self.instrs if i.startswith("WARPGROUP.DEPBAR")),
                    shared_stores=c["STS"] + c["STSM"], shared_loads=c["LDS"] + c["LDSM"],
                    fences=c["MEMBAR"] + c["FENCE"], umov=c["UMOV"], fsel=c["FSEL"], isetp=c["ISETP"])
+        static = self.static_cycles()
+        if static:
+            out.update(static)
         if rows:
             out["rows"] = rows
             out["instructions_per_row"] = round(len(self.instrs) / rows, 2)
@@ -111,10 +190,10 @@ class Loop:
 
 def loops(sass: str) -> list[Loop]:
     """Every backward branch's span that holds at least one wgmma, shortest first."""
-    ins = parse(sass)
-    index = {a: k for k, (a, _) in enumerate(ins)}
+    ins = parse_full(sass)
+    index = {a: k for k, (a, *_) in enumerate(ins)}
     found = []
-    for k, (a, instr) in enumerate(ins):
+    for k, (a, instr, _, _) in enumerate(ins):
         if opcode(instr) != "BRA":
             continue
         m = re.search(r"0x([0-9a-f]+)", instr)
@@ -122,20 +201,25 @@ def loops(sass: str) -> list[Loop]:
             continue
         target = int(m.group(1), 16)
         if target < a and target in index:
-            body = [i for _, i in ins[index[target]:k + 1]]
-            if any(opcode(i) == "HGMMA" for i in body):
-                found.append(Loop(target, a, body))
+            body = ins[index[target]:k + 1]
+            if any(opcode(i) == "HGMMA" for _, i, _, _ in body):
+                found.append(Loop(target, a, [i for _, i, _, _ in body], [b for b, *_ in body],
+                                  [c for *_, c in body], [p for _, _, p, _ in body]))
     return sorted(found, key=lambda lp: len(lp.instrs))
 
 
 def main_loop(sass: str) -> Loop:
-    """The shortest loop that holds the most wgmmas of any loop."""
+    """The shortest of the innermost loops (those whose span holds no other loop's) with the most wgmmas among them.
+    A kernel whose trip is split into several loops (a masked and an unmasked one) then gets its shortest trip, not
+    a retry path's long span that holds several of them."""
     found = loops(sass)
     if not found:
         raise ValueError("no loop with a wgmma (HGMMA) in this listing: is it the SASS of an sm_90 kernel "
                          "(cuobjdump -sass of its cubin)?")
-    most = max(lp.counts["HGMMA"] for lp in found)
-    return next(lp for lp in found if lp.counts["HGMMA"] == most)
+    inner = [lp for lp in found if not any(o is not lp and lp.start <= o.start and o.end <= lp.end
+                                           and (o.start, o.end) != (lp.start, lp.end) for o in found)]
+    most = max(lp.counts["HGMMA"] for lp in inner)
+    return next(lp for lp in inner if lp.counts["HGMMA"] == most)
 
 
 def describe(name: str, s: dict) -> str:
@@ -146,7 +230,10 @@ def describe(name: str, s: dict) -> str:
             f"wgmma shared reads {s['wgmma_shared_bytes']} B per warpgroup{smem_row}; MUFU {s['mufu']}; "
             f"barriers {len(s['barriers'])} [{', '.join(s['barriers'])}]; mbarrier ops "
             f"{s['syncs']}; wgmma waits {s['wgmma_waits']}; shared stores {s['shared_stores']}, loads "
-            f"{s['shared_loads']}; fences {s['fences']}; UMOV {s['umov']}, FSEL {s['fsel']}, ISETP {s['isetp']}")
+            f"{s['shared_loads']}; fences {s['fences']}; UMOV {s['umov']}, FSEL {s['fsel']}, ISETP {s['isetp']}"
+            + (f"; straight path {s['straight_instructions']} instructions, {s['static_cycles']} static cycles "
+               f"(MUFU {s['mufu_stall_cycles']}, {s['mufu_back_to_back']} back to back; by opcode "
+               f"{', '.join(f'{k} {v}' for k, v in s['stall_by_opcode'].items())})" if "static_cycles" in s else ""))
 
 
 def main(argv=None) -> int:

@@ -63,3 +63,65 @@ def test_main_prints_one_line_per_file(tmp_path, capsys):
 def test_a_listing_without_wgmma_names_the_fix():
     with pytest.raises(ValueError, match="cuobjdump -sass"):
         S.main_loop(listing(["MOV R1, R2", "@P0 BRA 0x100"]))
+
+
+def listing_with_control(instrs, base=0x100):
+    """cuobjdump -sass lines with the second word on the line below, as the tool prints them: each entry of
+    ``instrs`` is (instruction, stall count, write scoreboard, wait mask)."""
+    out = []
+    for k, (i, stall, write_sb, wait_mask) in enumerate(instrs):
+        word = (stall | (write_sb << 5) | (7 << 8) | (wait_mask << 11)) << 41
+        out.append(f"        /*{base + 16 * k:04x}*/                   {i} ;   /* 0x0000000000000000 */")
+        out.append(f"                                                        /* 0x{word:016x} */")
+    return "\n".join(out)
+
+
+#: one trip (0x100-0x1a0) whose mask block (0x140-0x170) is jumped over when not needed, and whose mbarrier wait
+#: retries out of line (a forward branch that leaves the trip, so nothing is skipped for it)
+CONTROLLED = [("SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR20], R152", 1, 7, 0),   # 0x100
+              ("@!P0 BRA 0x300", 10, 7, 0),                                    # 0x110: the retry, outside
+              ("HGMMA.64x128x16.F32 R24, gdesc[UR24], RZ, !UPT, gsb0", 1, 7, 0),
+              ("@!P1 BRA 0x180", 5, 7, 0),                                     # 0x130: skips the mask
+              ("ISETP.GE.AND P3, PT, R39, R216, PT", 1, 7, 0),               # 0x140
+              ("FSEL R24, R24, RZ, !P3", 1, 7, 0),
+              ("FSEL R25, R25, RZ, !P3", 1, 7, 0),
+              ("FSEL R26, R26, RZ, !P3", 1, 7, 0),                              # 0x170
+              ("MUFU.EX2 R1, R24", 8, 2, 0),                                    # 0x180
+              ("MUFU.EX2 R2, R25", 2, 3, 0b100),                                # waits on scoreboard 2
+              ("@P0 BRA 0x100", 5, 7, 0)]                                       # 0x1a0: the back edge
+
+
+def test_control_codes_decoded_from_the_second_word():
+    rows = S.parse_full(listing_with_control(CONTROLLED))
+    assert [p for _, _, p, _ in rows][:4] == [False, True, False, True]          # predicated branches marked
+    mufu = rows[9][3]
+    assert (mufu.stall, mufu.write_sb, mufu.read_sb, mufu.wait_mask) == (2, 3, 7, 0b100)
+    assert S.parse_full(SASS)[0][3] is None                                       # no second word, no control
+
+
+def test_static_cycles_on_the_straight_path():
+    lp = S.main_loop(listing_with_control(CONTROLLED))
+    # the mask block 0x140-0x170 is jumped over; the retry branch leaves the trip and skips nothing
+    assert [lp.addresses[k] for k in lp.straight_path()] == [0x100, 0x110, 0x120, 0x130, 0x180, 0x190, 0x1a0]
+    st = lp.static_cycles()
+    assert st["straight_instructions"] == 7 and st["static_cycles"] == 1 + 10 + 1 + 5 + 8 + 2 + 5
+    assert st["mufu_stall_cycles"] == 10 and st["mufu_back_to_back"] == 1
+    assert st["stall_by_opcode"]["BRA"] == 20
+    s = lp.summary()
+    assert s["static_cycles"] == 32 and "32 static cycles (MUFU 10, 1 back to back" in S.describe("k", s)
+
+
+def test_a_listing_without_control_words_reports_no_static_cycles():
+    lp = S.main_loop(SASS)
+    assert lp.static_cycles() is None and "static_cycles" not in lp.summary()
+
+
+def test_a_trip_split_into_two_loops_gives_the_shorter_one_not_a_span_over_both():
+    """A kernel with a masked and an unmasked copy of its trip: a retry path that branches back over both holds
+    twice the wgmmas, but it is not innermost."""
+    trip = ["WARPGROUP.ARRIVE", "HGMMA.64x128x16.F32 R24, gdesc[UR24], RZ, !UPT, gsb0", "MUFU.EX2 R1, R2"]
+    sass = listing(trip + ["FSEL R1, R1, RZ, !P3", "@P0 BRA 0x100"]              # 0x100-0x140, masked
+                   + trip + ["@P0 BRA 0x150"]                                  # 0x150-0x180, unmasked
+                   + ["EXIT", "@P1 BRA 0x100"])                                # 0x1a0: a retry back over both
+    lp = S.main_loop(sass)
+    assert (lp.start, lp.end) == (0x150, 0x180)

@@ -4,6 +4,8 @@ On any machine: the guarded import reports unavailability cleanly, with a reason
 the Triton kernels. On a Hopper GPU (skipped elsewhere, with the reason): the forward and the backward against
 float64, within 2x PyTorch's own error, on ragged N, both dtypes, both head dims, causal or not.
 """
+import tempfile
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -167,14 +169,18 @@ def test_gluon_backward_rejects_unknown_config_keys():
 @pytest.mark.gpu
 @pytest.mark.parametrize("option", [dict(LSE_SMEM=True, WG_LOCAL=True, DQ_WAIT_LATE=True),
                                     dict(LSE_SMEM=True, WG_LOCAL=True, DQ_WAIT_LATE=False),
-                                    dict(LSE_SMEM=True, WG_LOCAL=False, DQ_WAIT_LATE=False), dict(LSE_SMEM=False)])
+                                    dict(LSE_SMEM=True, WG_LOCAL=False, DQ_WAIT_LATE=False), dict(LSE_SMEM=False),
+                                    dict(LSE_SMEM=True, DV_LATE=True, MASK_SPLIT=True),
+                                    dict(LSE_SMEM=True, DV_LATE=True, MASK_FIRST=True),
+                                    dict(LSE_SMEM=True, MASK_SPLIT=True, MASK_FIRST=True)])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("n", [1, 1001])
 def test_gluon_backward_options_compute_the_same_gradients(option, d, causal, n):
     """Every launch option of the backward (L/delta through shared memory or by pointer, which --tune chooses
     between; WG_LOCAL's warpgroup-local waits, after which only the kernel's own barriers order its stores, with the
-    dQ tile's wait before the dS store or at the barrier after it, DQ_WAIT_LATE) gives
+    dQ tile's wait before the dS store or at the barrier after it, DQ_WAIT_LATE; dV issued beside dK, DV_LATE; the
+    masked blocks in loops of their own, MASK_SPLIT; the mask on the exponent, MASK_FIRST) gives
     gradients within 2x SDPA's error, at N = 1 and a ragged N that is not a multiple of 4 (rows of L and delta whose
     TMA copies would start unaligned without the padding of :func:`flashsim.kernels.gluon.bwd_host.bwd_prologue`)."""
     torch.manual_seed(d + causal + n)
@@ -282,3 +288,37 @@ def test_backward_waits_for_its_own_warpgroup_only_and_drops_the_barriers_behind
     assert counts[both] <= counts[local] <= counts[none] and counts[both] < counts[none], counts
     if tuple(int(x) for x in triton.__version__.split(".")[:2]) >= (3, 9):
         assert counts[local] < counts[none], counts
+
+
+def test_backward_reorderings_issue_the_d64_trip_in_fewer_static_cycles():
+    """DV_LATE with MASK_SPLIT puts the exponentials and dS in one stretch of the trip's code with no branch, so that
+    ptxas interleaves the exponentials (one issue per 8 cycles a warp) with dS's arithmetic instead of issuing them
+    back to back. The offline sm_90 compile (no GPU) must show it: the d=64 trip's static cycles (the sum of the stall
+    counts ptxas wrote, benchmarks/experiments/sass_loops.py) at least 10 % under the committed entry's, with fewer
+    exponentials issued back to back and no spill load in the trip (the screen the options were queued on;
+    benchmarks/results/NOTES.md, "The exponentials and dS in one stretch")."""
+    pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from benchmarks.experiments import sass_loops
+
+    root = Path(__file__).resolve().parents[2]
+    static = {}
+    for cfg in ("{}", '{"DV_LATE": true, "MASK_SPLIT": true}'):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = subprocess.run([sys.executable, str(root / "benchmarks/experiments/gluon_compile_sm90.py"), "--bwd",
+                                  "--d", "64", "--causal", "0", "--cfg", cfg, "--sass", tmp], capture_output=True,
+                                 text=True, timeout=600, cwd=root)
+            recs = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+            assert recs and not recs[0].get("warnings") and "error" not in recs[0], (run.stdout[-2000:],
+                                                                                      run.stderr[-2000:])
+            (listing,) = Path(tmp).glob("*.sass")
+            lp = sass_loops.main_loop(listing.read_text())
+        ops = [sass_loops.opcode(lp.instrs[k]) for k in lp.straight_path()]
+        static[cfg] = dict(lp.static_cycles(), ldl=ops.count("LDL"))
+    base, new = static["{}"], static['{"DV_LATE": true, "MASK_SPLIT": true}']
+    assert new["static_cycles"] <= 0.9 * base["static_cycles"], static
+    assert new["mufu_back_to_back"] < base["mufu_back_to_back"] and new["ldl"] == 0, static

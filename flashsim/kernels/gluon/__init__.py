@@ -128,8 +128,11 @@ BWD_CONFIGS = {
 #:   kernel's barrier after it.
 #: Both are on in the d=64 entries, where together they made the backward faster under triton 3.9; at d=128 they
 #: made it slower, so they stay off there (measurements: benchmarks/results/NOTES.md).
+#: DV_LATE, MASK_SPLIT and MASK_FIRST reorder a block's elementwise work so that the exponentials share their stretch
+#: of code with dS (:mod:`.bwd_sm90`'s docstring); screened offline by the static cycles of the trip's machine code,
+#: not yet timed, so off in every entry (benchmarks/results/NOTES.md, "The exponentials and dS in one stretch").
 BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168, WG_LOCAL=False,
-                           DQ_WAIT_LATE=False)
+                           DQ_WAIT_LATE=False, MASK_SPLIT=False, MASK_FIRST=False, DV_LATE=False)
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
 #: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
@@ -416,7 +419,8 @@ def bwd_constexprs(cfg: dict, causal: bool, d: int, gdt) -> dict:
                 DQ_WN=1 if block_m == 128 else 2, DS_TRANS=ds_trans, DQ_TMA=bool(cfg["DQ_TMA"]),
                 PIPE=bool(cfg["PIPE"]), REVERSE=bool(cfg["REVERSE"]),
                 DS_LAYOUT=gl.NVMMASharedLayout.get_default_for(ds_shape, gdt), LSE_SMEM=bool(cfg["LSE_SMEM"]),
-                WG_LOCAL=bool(cfg["WG_LOCAL"]), DQ_WAIT_LATE=bool(cfg["DQ_WAIT_LATE"]))
+                WG_LOCAL=bool(cfg["WG_LOCAL"]), DQ_WAIT_LATE=bool(cfg["DQ_WAIT_LATE"]),
+                MASK_SPLIT=bool(cfg["MASK_SPLIT"]), MASK_FIRST=bool(cfg["MASK_FIRST"]), DV_LATE=bool(cfg["DV_LATE"]))
 
 
 #: the keys a backward configuration may set (:data:`BWD_CONFIGS`, ``gluon_backward(config=...)``)

@@ -21,6 +21,12 @@ hold registers across the wgmma issue (the pointer-load kernel spills at d=128).
 of ``N_LSE`` fp32 per head, N rounded up to 4 (16 bytes) on the host, because the global address a TMA copy starts
 at must be 16-byte aligned: with rows of N fp32 the copy of head bh starts at byte 4·bh·N, which for N not a multiple
 of 4 is not, and the copy raises an illegal instruction. ``PIPE``: cross-block overlap (ptxas serialises it, C7514).
+Three options (without ``PIPE``) order the elementwise work of a block so that ptxas can interleave the
+exponentials with other arithmetic (one ``MUFU.EX2`` issues every 8 cycles per warp, and with nothing else to issue
+the warp waits): ``DV_LATE`` issues dV after dS is computed, beside dK, as FA4 does, so that no wgmma issue sits
+between Pᵀ and dSᵀ; ``MASK_SPLIT`` runs the blocks that need the causal or ragged-N mask in loops of their own, so
+that the main loop's trip has no branch; ``MASK_FIRST`` applies the mask to the exponent (-inf) before the
+exponentials, so that a branch around it at least precedes them.
 
 Layout and ragged N: Q, K, V, dO are seen as 2-D ``(B*H*N, d)`` tensors. A tile that runs past N reads the next
 head's rows (or TMA's zero fill past the end): Pᵀ is set to 0 for keys or queries past N (so their dS is 0 too),
@@ -109,6 +115,30 @@ def _bwd_producer(q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_sm
 
 
 @gluon.jit
+def _needs_mask(m0, n0, N, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                MASK_SPLIT: gl.constexpr, MASKED: gl.constexpr):
+    """Whether the (query block at m0, key block at n0) tile needs the mask: a ragged edge or (causal) the diagonal;
+    under MASK_SPLIT the caller's loop knows it (MASKED), so the trip has no branch."""
+    if MASK_SPLIT:
+        return MASKED
+    need = (m0 + BLOCK_M > N) | (n0 + BLOCK_N > N)
+    if CAUSAL:
+        need = need | (m0 < n0 + BLOCK_N)
+    return need
+
+
+@gluon.jit
+def _keep(qs, q_ok, n0, N, CAUSAL: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr):
+    """Which entries of a (BLOCK_N keys, BLOCK_M queries) tile of Sᵀ count: query and key inside N and, causal, the
+    key not after the query."""
+    keys = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_layout))
+    keep = gl.expand_dims(q_ok, 0) & gl.expand_dims(keys < N, 1)
+    if CAUSAL:
+        keep = keep & (gl.expand_dims(qs, 0) >= gl.expand_dims(keys, 1))
+    return keep
+
+
+@gluon.jit
 def _issue_s_dp(k_smem, v_smem, q_s, do_s, s_layout: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
     """Issue Sᵀ = K Qᵀ and dPᵀ = V dOᵀ as two asynchronous wgmma groups (BLOCK_N x BLOCK_M each, fp32)."""
     sT = warpgroup_mma(k_smem, q_s.permute((1, 0)), gl.zeros([BLOCK_N, BLOCK_M], gl.float32, s_layout),
@@ -124,11 +154,16 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
               CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
               ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False,
-              WG_LOCAL: gl.constexpr = False, DQ_WAIT_LATE: gl.constexpr = False):
+              WG_LOCAL: gl.constexpr = False, DQ_WAIT_LATE: gl.constexpr = False, MASK_SPLIT: gl.constexpr = False,
+              MASKED: gl.constexpr = False, MASK_FIRST: gl.constexpr = False, DV_LATE: gl.constexpr = False):
     """One query block i against the CTA's keys. ISSUED: its Sᵀ and dPᵀ were issued by the step before (else it
     issues them here); NEXT: issue those of block i+1 before waiting for this block's dQ (so the tensor cores stay
     busy while dQ goes out) and return their tokens. ``lse_src``, ``delta_src``: L and delta as pointers to rows of
-    N fp32, or (LSE_SMEM) as the ring's shared-memory slots the producer filled."""
+    N fp32, or (LSE_SMEM) as the ring's shared-memory slots the producer filled. MASK_SPLIT: the caller knows
+    whether this block needs the mask (MASKED) and the trip has no branch around it. MASK_FIRST: the mask sets the
+    exponent to -inf before the exponentials (else it zeroes Pᵀ after them). DV_LATE: dV is issued after dS is
+    computed, beside dK (FA4's order), so that the exponentials and dS share one stretch of code with no wgmma issue
+    between them."""
     dtype: gl.constexpr = q_bufs.dtype
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1],
                                                        instr_shape=[16, BLOCK_M, 16])
@@ -157,23 +192,28 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
         # L of the block from its ring slot (the producer's TMA copy, rows past N: the next head's or zeros, masked
         # below): read now, not held in registers across the wgmma issue
         lse2 = lse_src.index(s).load(gl.SliceLayout(0, s_layout)) * _LOG2E
-    pT = gl.exp2(sT * qk_scale - gl.expand_dims(lse2, 0))   # recomputed Pᵀ
-    need = (m0 + BLOCK_M > N) | (n0 + BLOCK_N > N)
-    if CAUSAL:
-        need = need | (m0 < n0 + BLOCK_N)
-    if need:
-        keys = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, s_layout))
-        keep = gl.expand_dims(q_ok, 0) & gl.expand_dims(keys < N, 1)
-        if CAUSAL:
-            keep = keep & (gl.expand_dims(qs, 0) >= gl.expand_dims(keys, 1))
-        pT = gl.where(keep, pT, 0.0)
+    if MASK_FIRST:
+        need = _needs_mask(m0, n0, N, CAUSAL, BLOCK_M, BLOCK_N, MASK_SPLIT, MASKED)
+        xT = sT * qk_scale - gl.expand_dims(lse2, 0)     # log2 of Pᵀ
+        if need:
+            xT = gl.where(_keep(qs, q_ok, n0, N, CAUSAL, BLOCK_N, s_layout), xT, float("-inf"))
+        pT = gl.exp2(xT)                             # recomputed Pᵀ
+    else:
+        pT = gl.exp2(sT * qk_scale - gl.expand_dims(lse2, 0))   # recomputed Pᵀ
+        if _needs_mask(m0, n0, N, CAUSAL, BLOCK_M, BLOCK_N, MASK_SPLIT, MASKED):
+            pT = gl.where(_keep(qs, q_ok, n0, N, CAUSAL, BLOCK_N, s_layout), pT, 0.0)
     pT16 = gl.convert_layout(pT.to(dtype), op_layout)
-    dv = warpgroup_mma(pT16, do_s, dv, is_async=True)
-    dpT = _mma_wait(1, deps=(dpT,), own=WG_LOCAL)    # dPᵀ done; dV may still run
+    if DV_LATE:
+        dpT = _mma_wait(0, deps=(dpT,), own=WG_LOCAL)    # dPᵀ done; nothing else in flight
+    else:
+        dv = warpgroup_mma(pT16, do_s, dv, is_async=True)
+        dpT = _mma_wait(1, deps=(dpT,), own=WG_LOCAL)    # dPᵀ done; dV may still run
     if LSE_SMEM:
         delta = delta_src.index(s).load(gl.SliceLayout(0, s_layout))
     dsT = (pT * (dpT - gl.expand_dims(delta, 0))).to(dtype)
     dsT_op = gl.convert_layout(dsT, op_layout)
+    if DV_LATE:
+        dv = warpgroup_mma(pT16, do_s, dv, is_async=True)
     dk = warpgroup_mma(dsT_op, q_s, dk, is_async=True)
     if DQ_TMA and not DQ_WAIT_LATE:
         tma.store_wait(0)                            # the previous block's dQ add has read dq_smem
@@ -227,7 +267,8 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
                  CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                  STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
                  PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr, WG_LOCAL: gl.constexpr,
-                 DQ_WAIT_LATE: gl.constexpr):
+                 DQ_WAIT_LATE: gl.constexpr, MASK_SPLIT: gl.constexpr, MASK_FIRST: gl.constexpr,
+                 DV_LATE: gl.constexpr):
     """Two warpgroups, 64 keys each (wgmma layouts with 8 warps along the 128 keys): dK, dV in registers for the
     whole CTA; PIPE: Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added."""
     dtype: gl.constexpr = q_bufs.dtype
@@ -245,20 +286,48 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
         mbarrier.wait(ready.index(0), 0)
         sT, dpT = _issue_s_dp(k_smem, v_smem, q_bufs.index(0), do_bufs.index(0), s_layout, BLOCK_M, BLOCK_N)
         for c in range(0, hi - lo - 1):
-            dk, dv, sT, dpT = _bwd_step(c, _m_block(c, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem,
-                                        dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0,
-                                        N, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA,
-                                        True, True, LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE)
-        dk, dv = _bwd_step(hi - lo - 1, _m_block(hi - lo - 1, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
-                           ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
-                           CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, True, False,
-                           LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE)
-    else:
-        for c in range(0, hi - lo):
-            dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
+            dk, dv, sT, dpT = _bwd_step(c, _m_block(c, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem,
+                                        v_smem, ds_smem, dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src,
+                                        qk_scale, bh, n0, N, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN,
+                                        DS_TRANS, DQ_TMA, True, True, LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE)
+        dk, dv = _bwd_step(hi - lo - 1, _m_block(hi - lo - 1, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs,
+                           k_smem, v_smem, ds_smem, dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src,
+                           qk_scale, bh, n0, N, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA,
+                           True, False, LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE)
+    elif MASK_SPLIT:
+        # the blocks that need the mask, known before the loop: all of them when the CTA's keys run past N, else
+        # (causal) the first ones, on the diagonal, and the last one when N is not a multiple of BLOCK_M. Three
+        # loops, so that the middle one, most of the work, has no mask and no branch in its trip.
+        gl.static_assert(not REVERSE, "MASK_SPLIT walks the query blocks upwards")
+        n_blk = hi - lo
+        if CAUSAL:
+            front = gl.minimum(gl.cdiv(n0 + BLOCK_N, BLOCK_M) - lo, n_blk)
+        else:
+            front = n_blk * 0
+        keys_past_n = (n0 + BLOCK_N > N).to(gl.int32)
+        front = keys_past_n * n_blk + (1 - keys_past_n) * front
+        tail = ((N % BLOCK_M != 0) & (front < n_blk)).to(gl.int32)
+        for c in range(0, front):
+            dk, dv = _bwd_step(c, lo + c, None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                                ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE)
+                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, True, True, MASK_FIRST, DV_LATE)
+        for c in range(front, n_blk - tail):
+            dk, dv = _bwd_step(c, lo + c, None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
+                               ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
+                               CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
+                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, True, False, MASK_FIRST, DV_LATE)
+        for c in range(n_blk - tail, n_blk):
+            dk, dv = _bwd_step(c, lo + c, None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
+                               ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
+                               CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
+                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, True, True, MASK_FIRST, DV_LATE)
+    else:
+        for c in range(0, hi - lo):
+            dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem,
+                               ds_smem, dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
+                               CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
+                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, False, False, MASK_FIRST, DV_LATE)
     if DQ_TMA:
         tma.store_wait(0)                            # the last dQ add has read dq_smem before the CTA exits
 
@@ -278,7 +347,8 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
                   BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, DQ_WN: gl.constexpr,
                   DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr, PIPE: gl.constexpr, REVERSE: gl.constexpr,
                   DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False, WG_LOCAL: gl.constexpr = False,
-                  DQ_WAIT_LATE: gl.constexpr = False):
+                  DQ_WAIT_LATE: gl.constexpr = False, MASK_SPLIT: gl.constexpr = False,
+                  MASK_FIRST: gl.constexpr = False, DV_LATE: gl.constexpr = False):
     """Allocate K, V, the Q/dO ring (LSE_SMEM: with L and delta slots), the dS tile, the dQ tile and the mbarriers,
     then fork into producer and compute. The two compute warpgroups are one 8-warp partition sharing one dS tile.
     LSE_SMEM: L and delta come through the ring with Q and dO (TMA), so the compute warps read them from shared
@@ -316,7 +386,7 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
         (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
                         dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
                         CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM,
-                        WG_LOCAL, DQ_WAIT_LATE)),
+                        WG_LOCAL, DQ_WAIT_LATE, MASK_SPLIT, MASK_FIRST, DV_LATE)),
         (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
                          lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
                          STAGES, REVERSE, LSE_SMEM)),
