@@ -171,7 +171,8 @@ def test_gluon_backward_rejects_unknown_config_keys():
                                     dict(LSE_SMEM=True, WG_LOCAL=True, DQ_WAIT_LATE=False),
                                     dict(LSE_SMEM=True, WG_LOCAL=False, DQ_WAIT_LATE=False), dict(LSE_SMEM=False),
                                     dict(LSE_SMEM=True, DV_LATE=True, MASK_SPLIT=True),
-                                    dict(LSE_SMEM=True, DV_LATE=True, MASK_FIRST=True),
+                                    dict(LSE_SMEM=True, DV_LATE=True, MASK_FIRST=True, LSE_LOG2=True),
+                                    dict(LSE_SMEM=False, DV_LATE=True, LSE_LOG2=True),
                                     dict(LSE_SMEM=True, MASK_SPLIT=True, MASK_FIRST=True)])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
@@ -180,7 +181,8 @@ def test_gluon_backward_options_compute_the_same_gradients(option, d, causal, n)
     """Every launch option of the backward (L/delta through shared memory or by pointer, which --tune chooses
     between; WG_LOCAL's warpgroup-local waits, after which only the kernel's own barriers order its stores, with the
     dQ tile's wait before the dS store or at the barrier after it, DQ_WAIT_LATE; dV issued beside dK, DV_LATE; the
-    masked blocks in loops of their own, MASK_SPLIT; the mask on the exponent, MASK_FIRST) gives
+    masked blocks in loops of their own, MASK_SPLIT; the mask on the exponent, MASK_FIRST; L scaled by log2(e) in the
+    prologue, LSE_LOG2) gives
     gradients within 2x SDPA's error, at N = 1 and a ragged N that is not a multiple of 4 (rows of L and delta whose
     TMA copies would start unaligned without the padding of :func:`flashsim.kernels.gluon.bwd_host.bwd_prologue`)."""
     torch.manual_seed(d + causal + n)

@@ -73,3 +73,19 @@ def test_epilogue_rounds_like_torch_in_one_pass(numel_shape):
     for dtype in (torch.float16, torch.float32):
         got = dq_epilogue(acc, 0.125, dtype)
         assert got.dtype == dtype and torch.equal(got, (acc * 0.125).to(dtype))
+
+
+@pytest.mark.parametrize("N", [1, 64, 97])
+def test_prologue_scales_l_by_log2e_for_lse_log2(N):
+    """lse_log2: the rows hold L·log2(e) (always a copy, padded like the others), the product the main kernel would
+    otherwise form on every visit, rounded the same way (fp32 times the fp32 constant)."""
+    from flashsim.model.attention import online_softmax
+
+    o, do, lse = _inputs(N, seed=N)
+    lse_rows, delta_rows, _ = bwd_prologue(o, do, lse, lse_log2=True)
+    log2e = torch.tensor(online_softmax.LOG2E, dtype=torch.float32)
+    torch.testing.assert_close(lse_rows, padded_rows(lse * log2e.to(DEV)), rtol=0, atol=0)
+    assert lse_rows.data_ptr() != lse.data_ptr()
+    plain, _, _ = bwd_prologue(o, do, lse)
+    torch.testing.assert_close(delta_rows, bwd_prologue(o, do, lse)[1], rtol=0, atol=0)
+    assert not torch.equal(plain, lse_rows)

@@ -131,8 +131,10 @@ BWD_CONFIGS = {
 #: DV_LATE, MASK_SPLIT and MASK_FIRST reorder a block's elementwise work so that the exponentials share their stretch
 #: of code with dS (:mod:`.bwd_sm90`'s docstring); screened offline by the static cycles of the trip's machine code,
 #: not yet timed, so off in every entry (benchmarks/results/NOTES.md, "The exponentials and dS in one stretch").
+#: LSE_LOG2: the prologue stores L·log2(e) (FA4's preprocess does), a multiply less per score row and visit.
 BWD_CONFIG_DEFAULTS = dict(DQ_TMA=True, PIPE=False, REVERSE=False, LSE_SMEM=False, MAXNREG=168, WG_LOCAL=False,
-                           DQ_WAIT_LATE=False, MASK_SPLIT=False, MASK_FIRST=False, DV_LATE=False)
+                           DQ_WAIT_LATE=False, MASK_SPLIT=False, MASK_FIRST=False, DV_LATE=False,
+                           LSE_LOG2=False)
 
 #: L2 bytes one section of the persistent tile order may fill with K and V (the H200 has 60 MB of L2; a third
 #: leaves room for the Q, O and the next section's first tiles). ``config={"L2_SECTION_BYTES": ...}`` overrides it
@@ -420,7 +422,8 @@ def bwd_constexprs(cfg: dict, causal: bool, d: int, gdt) -> dict:
                 PIPE=bool(cfg["PIPE"]), REVERSE=bool(cfg["REVERSE"]),
                 DS_LAYOUT=gl.NVMMASharedLayout.get_default_for(ds_shape, gdt), LSE_SMEM=bool(cfg["LSE_SMEM"]),
                 WG_LOCAL=bool(cfg["WG_LOCAL"]), DQ_WAIT_LATE=bool(cfg["DQ_WAIT_LATE"]),
-                MASK_SPLIT=bool(cfg["MASK_SPLIT"]), MASK_FIRST=bool(cfg["MASK_FIRST"]), DV_LATE=bool(cfg["DV_LATE"]))
+                MASK_SPLIT=bool(cfg["MASK_SPLIT"]), MASK_FIRST=bool(cfg["MASK_FIRST"]), DV_LATE=bool(cfg["DV_LATE"]),
+                LSE_LOG2=bool(cfg["LSE_LOG2"]))
 
 
 #: the keys a backward configuration may set (:data:`BWD_CONFIGS`, ``gluon_backward(config=...)``)
@@ -490,7 +493,9 @@ def gluon_backward(q, k, v, o, lse, do, delta=None, causal: bool = False, sm_sca
     cfg = {**BWD_CONFIG_DEFAULTS, **BWD_CONFIGS[(d, bool(causal))], **(config or {})}
     # LSE_SMEM: L and delta as rows of N rounded up to 4 fp32, so that every TMA copy of them starts 16-byte aligned
     # (else the copy is an illegal instruction); the pointer-load kernel reads rows of N
-    lse_rows, delta_rows, dq_acc = bwd_prologue(o, do, lse, delta, n_lse=None if cfg["LSE_SMEM"] else N)
+    # LSE_LOG2: the prologue stores L·log2(e), so that the kernel does not scale it on every visit
+    lse_rows, delta_rows, dq_acc = bwd_prologue(o, do, lse, delta, n_lse=None if cfg["LSE_SMEM"] else N,
+                                                lse_log2=cfg["LSE_LOG2"])
     dk, dv = _bwd_main(q, k, v, do, lse_rows, delta_rows, dq_acc, causal, scale, cfg)
     return dq_epilogue(dq_acc, scale, q.dtype), dk, dv
 

@@ -21,12 +21,13 @@ hold registers across the wgmma issue (the pointer-load kernel spills at d=128).
 of ``N_LSE`` fp32 per head, N rounded up to 4 (16 bytes) on the host, because the global address a TMA copy starts
 at must be 16-byte aligned: with rows of N fp32 the copy of head bh starts at byte 4·bh·N, which for N not a multiple
 of 4 is not, and the copy raises an illegal instruction. ``PIPE``: cross-block overlap (ptxas serialises it, C7514).
-Three options (without ``PIPE``) order the elementwise work of a block so that ptxas can interleave the
-exponentials with other arithmetic (one ``MUFU.EX2`` issues every 8 cycles per warp, and with nothing else to issue
-the warp waits): ``DV_LATE`` issues dV after dS is computed, beside dK, as FA4 does, so that no wgmma issue sits
-between Pᵀ and dSᵀ; ``MASK_SPLIT`` runs the blocks that need the causal or ragged-N mask in loops of their own, so
+Three options order the elementwise work of a block so that ptxas can interleave the exponentials with other
+arithmetic (one ``MUFU.EX2`` issues every 8 cycles per warp, and with nothing else to issue the warp waits):
+``DV_LATE`` issues dV after dS is computed, beside dK, as FA4 does, so that no wgmma issue sits between Pᵀ and dSᵀ;
+``MASK_SPLIT`` (without ``PIPE``) runs the blocks that need the causal or ragged-N mask in loops of their own, so
 that the main loop's trip has no branch; ``MASK_FIRST`` applies the mask to the exponent (-inf) before the
-exponentials, so that a branch around it at least precedes them.
+exponentials, so that a branch around it at least precedes them. ``LSE_LOG2``: L arrives scaled by log2(e) (the
+prologue's copy, :func:`flashsim.kernels.gluon.bwd_host.bwd_prologue`), as in FA4, a multiply less per score row.
 
 Layout and ragged N: Q, K, V, dO are seen as 2-D ``(B*H*N, d)`` tensors. A tile that runs past N reads the next
 head's rows (or TMA's zero fill past the end): Pᵀ is set to 0 for keys or queries past N (so their dS is 0 too),
@@ -155,7 +156,8 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
               STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
               ISSUED: gl.constexpr, NEXT: gl.constexpr, LSE_SMEM: gl.constexpr = False,
               WG_LOCAL: gl.constexpr = False, DQ_WAIT_LATE: gl.constexpr = False, MASK_SPLIT: gl.constexpr = False,
-              MASKED: gl.constexpr = False, MASK_FIRST: gl.constexpr = False, DV_LATE: gl.constexpr = False):
+              MASKED: gl.constexpr = False, MASK_FIRST: gl.constexpr = False, DV_LATE: gl.constexpr = False,
+              LSE_LOG2: gl.constexpr = False):
     """One query block i against the CTA's keys. ISSUED: its Sᵀ and dPᵀ were issued by the step before (else it
     issues them here); NEXT: issue those of block i+1 before waiting for this block's dQ (so the tensor cores stay
     busy while dQ goes out) and return their tokens. ``lse_src``, ``delta_src``: L and delta as pointers to rows of
@@ -163,7 +165,7 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     whether this block needs the mask (MASKED) and the trip has no branch around it. MASK_FIRST: the mask sets the
     exponent to -inf before the exponentials (else it zeroes Pᵀ after them). DV_LATE: dV is issued after dS is
     computed, beside dK (FA4's order), so that the exponentials and dS share one stretch of code with no wgmma issue
-    between them."""
+    between them. LSE_LOG2: L comes scaled by log2(e) already (the prologue's copy)."""
     dtype: gl.constexpr = q_bufs.dtype
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[8, 1],
                                                        instr_shape=[16, BLOCK_M, 16])
@@ -181,7 +183,9 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     q_ok = qs < N
     if not LSE_SMEM:
         # reads L and delta once per (query block, K/V block) pair: BLOCK_M fp32 each
-        lse2 = gl.load(lse_src + bh * N + qs, mask=q_ok, other=0.0) * _LOG2E
+        lse2 = gl.load(lse_src + bh * N + qs, mask=q_ok, other=0.0)
+        if not LSE_LOG2:
+            lse2 = lse2 * _LOG2E
         delta = gl.load(delta_src + bh * N + qs, mask=q_ok, other=0.0)
     if not ISSUED:
         mbarrier.wait(ready.index(s), (c // STAGES) & 1)
@@ -191,7 +195,9 @@ def _bwd_step(c, i, sT, dpT, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, d
     if LSE_SMEM:
         # L of the block from its ring slot (the producer's TMA copy, rows past N: the next head's or zeros, masked
         # below): read now, not held in registers across the wgmma issue
-        lse2 = lse_src.index(s).load(gl.SliceLayout(0, s_layout)) * _LOG2E
+        lse2 = lse_src.index(s).load(gl.SliceLayout(0, s_layout))
+        if not LSE_LOG2:
+            lse2 = lse2 * _LOG2E                     # (LSE_LOG2: the prologue scaled it, once per row)
     if MASK_FIRST:
         need = _needs_mask(m0, n0, N, CAUSAL, BLOCK_M, BLOCK_N, MASK_SPLIT, MASKED)
         xT = sT * qk_scale - gl.expand_dims(lse2, 0)     # log2 of Pᵀ
@@ -268,7 +274,7 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
                  STAGES: gl.constexpr, DQ_WN: gl.constexpr, DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr,
                  PIPE: gl.constexpr, REVERSE: gl.constexpr, LSE_SMEM: gl.constexpr, WG_LOCAL: gl.constexpr,
                  DQ_WAIT_LATE: gl.constexpr, MASK_SPLIT: gl.constexpr, MASK_FIRST: gl.constexpr,
-                 DV_LATE: gl.constexpr):
+                 DV_LATE: gl.constexpr, LSE_LOG2: gl.constexpr):
     """Two warpgroups, 64 keys each (wgmma layouts with 8 warps along the 128 keys): dK, dV in registers for the
     whole CTA; PIPE: Sᵀ and dPᵀ of block i+1 issued before block i's dQ is waited for and added."""
     dtype: gl.constexpr = q_bufs.dtype
@@ -289,11 +295,13 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
             dk, dv, sT, dpT = _bwd_step(c, _m_block(c, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs, k_smem,
                                         v_smem, ds_smem, dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src,
                                         qk_scale, bh, n0, N, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN,
-                                        DS_TRANS, DQ_TMA, True, True, LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE)
+                                        DS_TRANS, DQ_TMA, True, True, LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, False,
+                                        False, MASK_FIRST, DV_LATE, LSE_LOG2)
         dk, dv = _bwd_step(hi - lo - 1, _m_block(hi - lo - 1, lo, hi, REVERSE), sT, dpT, dk, dv, q_bufs, do_bufs,
                            k_smem, v_smem, ds_smem, dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src,
                            qk_scale, bh, n0, N, CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA,
-                           True, False, LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE)
+                           True, False, LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, False, False, MASK_FIRST, DV_LATE,
+                           LSE_LOG2)
     elif MASK_SPLIT:
         # the blocks that need the mask, known before the loop: all of them when the CTA's keys run past N, else
         # (causal) the first ones, on the diagonal, and the last one when N is not a multiple of BLOCK_M. Three
@@ -311,23 +319,23 @@ def _bwd_compute(q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, re
             dk, dv = _bwd_step(c, lo + c, None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                                ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, True, True, MASK_FIRST, DV_LATE)
+                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, True, True, MASK_FIRST, DV_LATE, LSE_LOG2)
         for c in range(front, n_blk - tail):
             dk, dv = _bwd_step(c, lo + c, None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                                ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, True, False, MASK_FIRST, DV_LATE)
+                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, True, False, MASK_FIRST, DV_LATE, LSE_LOG2)
         for c in range(n_blk - tail, n_blk):
             dk, dv = _bwd_step(c, lo + c, None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem,
                                ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, True, True, MASK_FIRST, DV_LATE)
+                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, True, True, MASK_FIRST, DV_LATE, LSE_LOG2)
     else:
         for c in range(0, hi - lo):
             dk, dv = _bwd_step(c, _m_block(c, lo, hi, REVERSE), None, None, dk, dv, q_bufs, do_bufs, k_smem, v_smem,
                                ds_smem, dq_smem, ready, empty, dq_desc, dq_ptr, lse_src, delta_src, qk_scale, bh, n0, N,
                                CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, False, False,
-                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, False, False, MASK_FIRST, DV_LATE)
+                               LSE_SMEM, WG_LOCAL, DQ_WAIT_LATE, False, False, MASK_FIRST, DV_LATE, LSE_LOG2)
     if DQ_TMA:
         tma.store_wait(0)                            # the last dQ add has read dq_smem before the CTA exits
 
@@ -348,7 +356,7 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
                   DS_TRANS: gl.constexpr, DQ_TMA: gl.constexpr, PIPE: gl.constexpr, REVERSE: gl.constexpr,
                   DS_LAYOUT: gl.constexpr, LSE_SMEM: gl.constexpr = False, WG_LOCAL: gl.constexpr = False,
                   DQ_WAIT_LATE: gl.constexpr = False, MASK_SPLIT: gl.constexpr = False,
-                  MASK_FIRST: gl.constexpr = False, DV_LATE: gl.constexpr = False):
+                  MASK_FIRST: gl.constexpr = False, DV_LATE: gl.constexpr = False, LSE_LOG2: gl.constexpr = False):
     """Allocate K, V, the Q/dO ring (LSE_SMEM: with L and delta slots), the dS tile, the dQ tile and the mbarriers,
     then fork into producer and compute. The two compute warpgroups are one 8-warp partition sharing one dS tile.
     LSE_SMEM: L and delta come through the ring with Q and dO (TMA), so the compute warps read them from shared
@@ -386,7 +394,7 @@ def attn_bwd_sm90(q_desc, do_desc, k_desc, v_desc, dq_desc, lse_desc, delta_desc
         (_bwd_compute, (q_bufs, do_bufs, k_smem, v_smem, ds_smem, dq_smem, kv_ready, ready, empty,
                         dq_desc, dq_ptr, dk_ptr, dv_ptr, lse_src, delta_src, qk_scale, sm_scale, N, n_kblk,
                         CAUSAL, BLOCK_M, BLOCK_N, HEAD_D, STAGES, DQ_WN, DS_TRANS, DQ_TMA, PIPE, REVERSE, LSE_SMEM,
-                        WG_LOCAL, DQ_WAIT_LATE, MASK_SPLIT, MASK_FIRST, DV_LATE)),
+                        WG_LOCAL, DQ_WAIT_LATE, MASK_SPLIT, MASK_FIRST, DV_LATE, LSE_LOG2)),
         (_bwd_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem, kv_ready, ready, empty,
                          lse_desc, delta_desc, lse_src, delta_src, N, N_LSE, n_kblk, CAUSAL, BLOCK_M, BLOCK_N,
                          STAGES, REVERSE, LSE_SMEM)),
