@@ -2,8 +2,8 @@
 # One GPU call (Hopper, no network): a Gluon backward option against the committed configuration, under the device
 # image's triton and under the course's locked triton (3.9, carried as a stripped tarball), fp16, N=8192.
 #
-#   carry [".whl/t39"]:  OVERRIDE='{"WG_LOCAL": true, "DQ_WAIT_LATE": false}' OUT=$OUT \
-#                          bash benchmarks/gluon_bwd_override_run.sh
+#   carry [".whl/t39"]:  TRITONS=39 OUT=$OUT bash benchmarks/gluon_bwd_override_run.sh
+#   (the options queued for timing, below), or OVERRIDE='{"WG_LOCAL": true}' for one option of your own
 #
 # For each triton: the offline sm_90 compile of both configurations (registers, spills, barriers in the PTX), then
 # benchmarks/gluon_validate.py --bwd with the override (the correctness grid under 3.9, where the kernels' barriers
@@ -11,14 +11,17 @@
 # (`bash benchmarks/triton_carry.sh` builds it): triton 3.9.0's cp312 wheel without its AMD backend, CUPTI and
 # proton, its ptxas a link to ptxas-blackwell (CUDA 13.4); device_lib.sh's use_triton_site runs under it. Writes
 # $OUT/override_t36.json and $OUT/override_t39.json.
+# Several options in one call: OVERRIDES, JSON objects separated by ';' (each its own grid and rows beside the
+# committed configuration, the call's time split between them; files override_t$T_0.json, _1, ...).
 # Knobs: TRITONS ("36 39"; one of them alone when the call is short: "36" needs no carry, so it fits beside
 # fa4_carry.sh's stash call), BUDGET_S (540: the whole call), FWD_OVERRIDE (unset; '{"d64_causal0": {...}}': those
 # forward entries replaced too, each timed beside the committed one in its rows: gluon_validate's --fwd-override).
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O"
-# default: the last option timed, WG_LOCAL's warpgroup-local waits without its moved dQ wait (no faster than the
-# entries: NOTES.md, "WG_LOCAL timed"); name the option to time in OVERRIDE
-OVERRIDE=${OVERRIDE:-'{"WG_LOCAL": true, "DQ_WAIT_LATE": false}'}
+# default: the options queued for timing, the best two of the offline screen (NOTES.md, "The exponentials and dS
+# in one stretch"); name others in OVERRIDE (one) or OVERRIDES (several)
+QUEUED='{"DV_LATE": true, "MASK_SPLIT": true};{"DV_LATE": true, "MASK_FIRST": true, "LSE_LOG2": true}'
+IFS=';' read -r -a OVS <<< "${OVERRIDES:-${OVERRIDE:-$QUEUED}}"
 TRITONS=${TRITONS:-36 39}
 SITE39=${TRITON_SITE:-/tmp/site39}   # where 3.9 is unpacked (fa4_device_run.sh's TRITON_SITE can then name it)
 export PYTHONUNBUFFERED=1
@@ -35,12 +38,16 @@ for T in $TRITONS; do
   else unset TRITON_BACKENDS_IN_TREE; export TRITON_CACHE_DIR=/tmp/tc36
     GRID=$([ "$TRITONS" = 36 ] && echo bwd || echo none); fi
   python3 -c "import triton, torch; print('== triton', triton.__version__, 'torch', torch.__version__)"
-  for c in '{}' "$OVERRIDE"; do
+  for c in '{}' "${OVS[@]}"; do
     python3 benchmarks/experiments/gluon_compile_sm90.py --bwd --cfg "$c" 2>&1 | quiet | grep '"kernel"' | cut -c1-220
   done
-  B=$(( $(left) / (T == 36 && ${#TRITONS} > 2 ? 2 : 1) - 10 ))
-  echo "== triton $T: $B s for gluon_validate (grid $GRID)"
-  timeout "$B" python3 benchmarks/gluon_validate.py --bwd --grid $GRID --bwd-override "$OVERRIDE" --no-triton \
-    ${FWD_OVERRIDE:+--fwd-override "$FWD_OVERRIDE"} \
-    --ns 8192 --dtypes fp16 --rounds 5 --warmup 10 --rep 25 --out "$O/override_t$T.json" 2>&1 | quiet | tail -25
+  for k in "${!OVS[@]}"; do
+    # this triton's share of what is left, split over the overrides still to run
+    B=$(( $(left) / (T == 36 && ${#TRITONS} > 2 ? 2 : 1) / (${#OVS[@]} - k) - 10 ))
+    F="$O/override_t$T.json"; [ ${#OVS[@]} -gt 1 ] && F="$O/override_t${T}_$k.json"
+    echo "== triton $T, ${OVS[$k]}: $B s for gluon_validate (grid $GRID)"
+    timeout "$B" python3 benchmarks/gluon_validate.py --bwd --grid $GRID --bwd-override "${OVS[$k]}" --no-triton \
+      ${FWD_OVERRIDE:+--fwd-override "$FWD_OVERRIDE"} \
+      --ns 8192 --dtypes fp16 --rounds 5 --warmup 10 --rep 25 --out "$F" 2>&1 | quiet | tail -25
+  done
 done
