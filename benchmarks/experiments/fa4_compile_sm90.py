@@ -1,4 +1,5 @@
-"""Compile FlashAttention-4's Hopper backward (``FlashAttentionBackwardSm90``) for sm_90a with no GPU; write its SASS.
+"""Compile FlashAttention-4's Hopper backward (``FlashAttentionBackwardSm90``; ``--fwd``: its forward,
+``FlashAttentionForwardSm90``) for sm_90a with no GPU; write its SASS.
 
 Why: the course's Gluon backward is compared with FA4's on a GPU by time and by Nsight Compute, and device time is
 scarce. FA4's kernel classes compile under torch's FakeTensorMode (no tensor is allocated) with the CuTe DSL told
@@ -14,9 +15,10 @@ machine):
     PYTHONPATH=/tmp/fa4site:/tmp/fa4site/nvidia_cutlass_dsl/dsl_packages /tmp/fa4env/bin/python \\
         benchmarks/experiments/fa4_compile_sm90.py --d 128 --causal 0 --out /tmp/fa4sass
 
-Writes ``DIR/fa4_bwd_<dtype>_d<d>_c<causal>.sass`` (``cuobjdump -sass`` of the main kernel's cubin; the cuobjdump of
-the course's triton, or ``--cuobjdump``) and prints the main loop's line from ``sass_loops.py`` with FA4's tile_m as
-the rows per trip (``Loop.query_rows``). About 15 s per kernel.
+Writes ``DIR/fa4_bwd_<dtype>_d<d>_c<causal>.sass`` (``fa4_fwd_...`` with ``--fwd``; ``cuobjdump -sass`` of the main
+kernel's cubin; the cuobjdump of the course's triton, or ``--cuobjdump``) and prints the main loop's line from
+``sass_loops.py`` with the N of the trip's first wgmma as its rows (``Loop.query_rows``: FA4's tile_m in the
+backward, the keys of a trip, tile_n, in the forward). About 15 s per kernel.
 """
 from __future__ import annotations
 
@@ -71,6 +73,23 @@ def compile_bwd(d: int, causal: bool, dtype: str, dump_dir: str) -> None:
         fa4._flash_attn_bwd(q, k, v, o, do, lse, causal=causal)
 
 
+def compile_fwd(d: int, causal: bool, dtype: str, dump_dir: str) -> None:
+    """Compile FA4's sm90 forward for (2, 8192, 16, d) the same way (:func:`compile_bwd`)."""
+    os.environ["CUTE_DSL_ARCH"] = "sm_90a"
+    os.environ["FLASH_ATTENTION_ARCH"] = "90"
+    os.environ["CUTE_DSL_KEEP_CUBIN"] = "1"
+    os.environ["CUTE_DSL_DUMP_DIR"] = dump_dir
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    import flash_attn.cute.interface as fa4
+    fa4.get_num_sms_for_selection = lambda *a, **k: 132
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    with FakeTensorMode():
+        q = torch.empty(2, 8192, 16, d, dtype=dt, device="cuda")
+        k, v = torch.empty_like(q), torch.empty_like(q)
+        fa4._flash_attn_fwd(q, k, v, causal=causal)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--d", type=int, nargs="+", default=[64, 128])
@@ -78,7 +97,10 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="fp16", choices=["fp16", "bf16"])
     ap.add_argument("--out", default="/tmp/fa4sass")
     ap.add_argument("--cuobjdump", default=None)
+    ap.add_argument("--fwd", action="store_true", help="the forward (FlashAttentionForwardSm90), not the backward")
     args = ap.parse_args(argv)
+    what, cls, compile_one = (("fwd", "FlashAttentionForwardSm90", compile_fwd) if args.fwd
+                              else ("bwd", "FlashAttentionBackwardSm90", compile_bwd))
     dis = _cuobjdump(args.cuobjdump)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     # one dump folder for the process (the DSL reads CUTE_DSL_DUMP_DIR once), emptied before each compile: the
@@ -88,14 +110,14 @@ def main(argv=None) -> int:
             for causal in args.causal:
                 for old in glob.glob(f"{dump}/*"):
                     os.remove(old)
-                compile_bwd(d, bool(causal), args.dtype, dump)
-                cubins = glob.glob(f"{dump}/*FlashAttentionBackwardSm90*.cubin")
+                compile_one(d, bool(causal), args.dtype, dump)
+                cubins = glob.glob(f"{dump}/*{cls}*.cubin")
                 if len(cubins) != 1:
-                    raise SystemExit(f"expected one FlashAttentionBackwardSm90 cubin in the DSL's dump, found "
+                    raise SystemExit(f"expected one {cls} cubin in the DSL's dump, found "
                                      f"{len(cubins)} (a compile served from a cache writes none)")
                 sass = subprocess.run([dis, "-sass", cubins[0]], capture_output=True, text=True,
                                       check=True).stdout
-                path = Path(args.out) / f"fa4_bwd_{args.dtype}_d{d}_c{causal}.sass"
+                path = Path(args.out) / f"fa4_{what}_{args.dtype}_d{d}_c{causal}.sass"
                 path.write_text(sass)
                 main_loop = sass_loops.main_loop(sass)
                 print(sass_loops.describe(str(path), main_loop.summary(main_loop.query_rows())), flush=True)

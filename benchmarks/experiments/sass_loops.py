@@ -19,10 +19,10 @@ The second 64-bit word of each instruction carries the control code ptxas wrote 
 the warp waits before its next issue (the stall count), and the scoreboards it sets and waits on. The sum of the stall
 counts over a trip is the fewest cycles one warp needs to issue that trip when no result keeps it waiting (a wgmma,
 a load, a barrier) and no other warp takes the issue slot: its **static cycles**. They are counted on the trip's
-**straight path**, where each forward branch inside the trip is taken, so a block the kernel runs only sometimes
-(the course's causal and ragged-N mask) is left out. The stall counts of ``MUFU`` instructions show whether the
-exponentials issue back to back, one per eight cycles (the SM's 16 lanes of special functions take 8 cycles per
-warp instruction), or with other work between them.
+**straight path** (:meth:`Loop.straight_path`), where each forward branch inside the trip is taken, so a block the
+kernel runs only sometimes (the course's causal and ragged-N mask) is left out, and no retry path is. The stall
+counts of ``MUFU`` instructions show whether the exponentials issue back to back, one per eight cycles (the SM's 16
+lanes of special functions take 8 cycles per warp instruction), or with other work between them.
 """
 from __future__ import annotations
 
@@ -102,16 +102,35 @@ class Loop:
     predicated: list[bool] = field(default_factory=list, repr=False)
 
     def straight_path(self) -> list[int]:
-        """Indices of the trip's instructions on its straight path: every predicated forward branch that lands
-        inside the trip is taken, so the instructions it jumps over are left out (a branch that leaves the trip,
-        such as an mbarrier wait's retry, is not)."""
-        skipped = set()
-        for k, (a, instr) in enumerate(zip(self.addresses, self.instrs)):
-            m = re.search(r"0x([0-9a-f]+)", instr) if opcode(instr) == "BRA" and self.predicated[k] else None
-            if m and a < int(m.group(1), 16) <= self.end:
+        """Indices of the instructions one trip issues when every predicated forward branch inside the trip is taken
+        (a block the kernel runs only sometimes, such as the mask, is jumped over) and every predicated branch out of
+        it is not (an mbarrier wait's retry): followed from the loop's head along unconditional branches, to the
+        first branch back to the head or an ``EXIT``. The span of a loop whose back edge sits in an out-of-line retry
+        block then still gives the trip itself, not the retry code after the kernel's end."""
+        index = {a: k for k, a in enumerate(self.addresses)}
+        path, k, seen = [], 0, set()
+        while 0 <= k < len(self.instrs) and k not in seen:
+            seen.add(k)
+            path.append(k)
+            instr = self.instrs[k]
+            if opcode(instr) == "EXIT":
+                break
+            m = re.search(r"0x([0-9a-f]+)", instr) if opcode(instr) == "BRA" else None
+            if m:
                 target = int(m.group(1), 16)
-                skipped.update(j for j, b in enumerate(self.addresses) if a < b < target)
-        return [k for k in range(len(self.instrs)) if k not in skipped]
+                if target == self.start:
+                    break                                   # the back edge: the trip is over
+                inside = target in index
+                if self.predicated[k] and inside and target > self.addresses[k]:
+                    k = index[target]                       # a block run only sometimes, jumped over
+                    continue
+                if not self.predicated[k]:
+                    if not inside:
+                        break                               # leaves the loop
+                    k = index[target]
+                    continue
+            k += 1
+        return path
 
     def static_cycles(self) -> dict | None:
         """On the straight path: its instructions, the sum of their stall counts (``static_cycles``), that sum per
@@ -209,13 +228,17 @@ def loops(sass: str) -> list[Loop]:
 
 
 def main_loop(sass: str) -> Loop:
-    """The shortest of the innermost loops (those whose span holds no other loop's) with the most wgmmas among them.
-    A kernel whose trip is split into several loops (a masked and an unmasked one) then gets its shortest trip, not
-    a retry path's long span that holds several of them."""
+    """The shortest of the innermost loops (those whose span holds no other loop's) with the most wgmmas among them,
+    among the loops whose back edge is a conditional branch where there are any (an mbarrier wait's out-of-line
+    retry block branches back unconditionally, over a span that can hold more wgmmas than the trip). A kernel whose
+    trip is split into several loops (a masked and an unmasked one) then gets its shortest trip, not a retry path's
+    long span that holds several of them."""
     found = loops(sass)
     if not found:
         raise ValueError("no loop with a wgmma (HGMMA) in this listing: is it the SASS of an sm_90 kernel "
                          "(cuobjdump -sass of its cubin)?")
+    # a trip ends on a conditional branch back; an out-of-line retry block jumps back unconditionally
+    found = [lp for lp in found if lp.predicated and lp.predicated[-1]] or found
     inner = [lp for lp in found if not any(o is not lp and lp.start <= o.start and o.end <= lp.end
                                            and (o.start, o.end) != (lp.start, lp.end) for o in found)]
     most = max(lp.counts["HGMMA"] for lp in inner)

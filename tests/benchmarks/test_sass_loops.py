@@ -125,3 +125,20 @@ def test_a_trip_split_into_two_loops_gives_the_shorter_one_not_a_span_over_both(
                    + ["EXIT", "@P1 BRA 0x100"])                                # 0x1a0: a retry back over both
     lp = S.main_loop(sass)
     assert (lp.start, lp.end) == (0x150, 0x180)
+
+
+def test_a_retry_block_that_branches_back_unconditionally_is_not_the_trip():
+    """A forward kernel's trip (0x100-0x130, a conditional back edge) and an mbarrier retry block after EXIT that
+    jumps back unconditionally to a point inside it: the retry's span holds more wgmmas, the trip is still chosen,
+    and its straight path does not run into the retry code."""
+    sass = listing(["WARPGROUP.ARRIVE",                                       # 0x100
+                    "HGMMA.64x128x16.F32 R24, gdesc[UR24], RZ, !UPT, gsb0",  # 0x110
+                    "@!P2 BRA 0x170",                                         # 0x120: the wait's retry, outside
+                    "@P0 BRA 0x100",                                          # 0x130: the back edge
+                    "HGMMA.64x64x16.F32 R88, R148, gdesc[UR12].tnspB, R88",  # 0x140: the epilogue
+                    "HGMMA.64x64x16.F32 R88, R148, gdesc[UR12].tnspB, R88",
+                    "EXIT",                                                   # 0x160
+                    "SYNCS.PHASECHK.TRANS64.TRYWAIT P2, [UR20], R8",          # 0x170: the retry
+                    "BRA 0x110"])                                             # 0x180
+    lp = S.main_loop(sass)
+    assert (lp.start, lp.end) == (0x100, 0x130) and lp.straight_path() == [0, 1, 2, 3]
