@@ -176,15 +176,16 @@ def test_gluon_backward_rejects_unknown_config_keys():
                                     dict(LSE_SMEM=True, MASK_SPLIT=True, MASK_FIRST=True)])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("n", [1, 1001])
+@pytest.mark.parametrize("n", [1, 384, 1001])
 def test_gluon_backward_options_compute_the_same_gradients(option, d, causal, n):
     """Every launch option of the backward (L/delta through shared memory or by pointer, which --tune chooses
     between; WG_LOCAL's warpgroup-local waits, after which only the kernel's own barriers order its stores, with the
     dQ tile's wait before the dS store or at the barrier after it, DQ_WAIT_LATE; dV issued beside dK, DV_LATE; the
     masked blocks in loops of their own, MASK_SPLIT; the mask on the exponent, MASK_FIRST; L scaled by log2(e) in the
     prologue, LSE_LOG2) gives
-    gradients within 2x SDPA's error, at N = 1 and a ragged N that is not a multiple of 4 (rows of L and delta whose
-    TMA copies would start unaligned without the padding of :func:`flashsim.kernels.gluon.bwd_host.bwd_prologue`)."""
+    gradients within 2x SDPA's error, at N = 1, at N = 384 (a multiple of every block: no ragged block, which
+    MASK_SPLIT's loops treat apart) and at a ragged N that is not a multiple of 4 (rows of L and delta whose TMA
+    copies would start unaligned without the padding of :func:`flashsim.kernels.gluon.bwd_host.bwd_prologue`)."""
     torch.manual_seed(d + causal + n)
     q, k, v, do = (torch.randn(2, 3, n, d, device="cuda", dtype=torch.float16) for _ in range(4))
     o, lse = G.gluon_forward(q, k, v, causal=causal)
