@@ -50,9 +50,9 @@ def _cuobjdump(explicit: str | None) -> str:
                      ".venv/lib/python3.*/site-packages/triton/backends/nvidia/bin/), or run `make venv` first")
 
 
-def compile_bwd(d: int, causal: bool, dtype: str, dump_dir: str) -> None:
-    """Compile FA4's sm90 backward for (2, 8192, 16, d) through its own interface under FakeTensorMode; the CuTe
-    DSL writes the cubins into ``dump_dir``."""
+def compile_kernel(what: str, d: int, causal: bool, dtype: str, dump_dir: str) -> None:
+    """Compile FA4's sm90 backward (``what`` = "bwd") or forward ("fwd") for (2, 8192, 16, d) through its own
+    interface under FakeTensorMode; the CuTe DSL writes the cubins into ``dump_dir``."""
     os.environ["CUTE_DSL_ARCH"] = "sm_90a"
     os.environ["FLASH_ATTENTION_ARCH"] = "90"
     os.environ["CUTE_DSL_KEEP_CUBIN"] = "1"
@@ -69,25 +69,15 @@ def compile_bwd(d: int, causal: bool, dtype: str, dump_dir: str) -> None:
     with FakeTensorMode():
         q = torch.empty(2, 8192, 16, d, dtype=dt, device="cuda")
         k, v, o, do = (torch.empty_like(q) for _ in range(4))
-        lse = torch.empty(2, 16, 8192, dtype=torch.float32, device="cuda")
-        fa4._flash_attn_bwd(q, k, v, o, do, lse, causal=causal)
+        if what == "fwd":
+            fa4._flash_attn_fwd(q, k, v, causal=causal)
+        else:
+            lse = torch.empty(2, 16, 8192, dtype=torch.float32, device="cuda")
+            fa4._flash_attn_bwd(q, k, v, o, do, lse, causal=causal)
 
 
-def compile_fwd(d: int, causal: bool, dtype: str, dump_dir: str) -> None:
-    """Compile FA4's sm90 forward for (2, 8192, 16, d) the same way (:func:`compile_bwd`)."""
-    os.environ["CUTE_DSL_ARCH"] = "sm_90a"
-    os.environ["FLASH_ATTENTION_ARCH"] = "90"
-    os.environ["CUTE_DSL_KEEP_CUBIN"] = "1"
-    os.environ["CUTE_DSL_DUMP_DIR"] = dump_dir
-    import torch
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    import flash_attn.cute.interface as fa4
-    fa4.get_num_sms_for_selection = lambda *a, **k: 132
-    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
-    with FakeTensorMode():
-        q = torch.empty(2, 8192, 16, d, dtype=dt, device="cuda")
-        k, v = torch.empty_like(q), torch.empty_like(q)
-        fa4._flash_attn_fwd(q, k, v, causal=causal)
+#: the main kernel's class, whose cubin the DSL dump holds, per direction
+KERNEL_CLASS = {"bwd": "FlashAttentionBackwardSm90", "fwd": "FlashAttentionForwardSm90"}
 
 
 def main(argv=None) -> int:
@@ -99,8 +89,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cuobjdump", default=None)
     ap.add_argument("--fwd", action="store_true", help="the forward (FlashAttentionForwardSm90), not the backward")
     args = ap.parse_args(argv)
-    what, cls, compile_one = (("fwd", "FlashAttentionForwardSm90", compile_fwd) if args.fwd
-                              else ("bwd", "FlashAttentionBackwardSm90", compile_bwd))
+    what = "fwd" if args.fwd else "bwd"
+    cls = KERNEL_CLASS[what]
     dis = _cuobjdump(args.cuobjdump)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     # one dump folder for the process (the DSL reads CUTE_DSL_DUMP_DIR once), emptied before each compile: the
@@ -110,7 +100,7 @@ def main(argv=None) -> int:
             for causal in args.causal:
                 for old in glob.glob(f"{dump}/*"):
                     os.remove(old)
-                compile_one(d, bool(causal), args.dtype, dump)
+                compile_kernel(what, d, bool(causal), args.dtype, dump)
                 cubins = glob.glob(f"{dump}/*{cls}*.cubin")
                 if len(cubins) != 1:
                     raise SystemExit(f"expected one {cls} cubin in the DSL's dump, found "

@@ -262,6 +262,22 @@ def test_compat_names_resolve_under_the_installed_triton():
         assert _compat.tma_load is tma.async_copy_global_to_shared
 
 
+def _offline_bwd_compile(*args):
+    """The first record benchmarks/experiments/gluon_compile_sm90.py --bwd ARGS prints (an offline sm_90 compile in
+    a subprocess, so that no Triton backend of this process is picked first), or None, with the run's output tail
+    for an assertion message."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, str(root / "benchmarks/experiments/gluon_compile_sm90.py"), "--bwd", *args],
+                         capture_output=True, text=True, timeout=600, cwd=root)
+    recs = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    return (recs[0] if recs else None), (run.stdout[-2000:], run.stderr[-2000:])
+
+
 def test_backward_waits_for_its_own_warpgroup_only_and_drops_the_barriers_behind_its_waits():
     """WG_LOCAL marks the backward's wgmma waits as waits for the calling warpgroup only, so that Triton's
     shared-memory barrier pass does not put a barrier over both compute warpgroups behind each of them (triton 3.9
@@ -270,24 +286,15 @@ def test_backward_waits_for_its_own_warpgroup_only_and_drops_the_barriers_behind
     the course's lock; under 3.6 there are none to drop), and fewer with both options than with neither under
     either triton; moving the dQ tile's wait to the barrier after the dS store (DQ_WAIT_LATE) must add none."""
     pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
     import triton
 
-    root = Path(__file__).resolve().parents[2]
     counts = {}
     none, local, both = ('{"WG_LOCAL": false, "DQ_WAIT_LATE": false}', '{"WG_LOCAL": true, "DQ_WAIT_LATE": false}',
                          '{"WG_LOCAL": true, "DQ_WAIT_LATE": true}')
     for cfg in (none, local, both):
-        run = subprocess.run([sys.executable, str(root / "benchmarks/experiments/gluon_compile_sm90.py"), "--bwd",
-                              "--d", "128", "--causal", "0", "--cfg", cfg], capture_output=True, text=True,
-                             timeout=600, cwd=root)
-        recs = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
-        assert recs and "bar_syncs" in recs[0], (run.stdout[-2000:], run.stderr[-2000:])
-        counts[cfg] = recs[0]["bar_syncs"]
+        rec, log = _offline_bwd_compile("--d", "128", "--causal", "0", "--cfg", cfg)
+        assert rec and "bar_syncs" in rec, log
+        counts[cfg] = rec["bar_syncs"]
     assert counts[both] <= counts[local] <= counts[none] and counts[both] < counts[none], counts
     if tuple(int(x) for x in triton.__version__.split(".")[:2]) >= (3, 9):
         assert counts[local] < counts[none], counts
@@ -305,23 +312,15 @@ def test_backward_reorderings_issue_the_d64_trip_in_fewer_static_cycles():
     if tuple(int(x) for x in triton.__version__.split(".")[:2]) < (3, 9):
         pytest.skip(f"the screen was made with the lock's triton 3.9 and its ptxas (CUDA 13.4); this is "
                     f"{triton.__version__}")
-    import json
-    import subprocess
-    import sys
     from pathlib import Path
 
     from benchmarks.experiments import sass_loops
 
-    root = Path(__file__).resolve().parents[2]
     static = {}
     for cfg in ("{}", '{"DV_LATE": true, "MASK_SPLIT": true}'):
         with tempfile.TemporaryDirectory() as tmp:
-            run = subprocess.run([sys.executable, str(root / "benchmarks/experiments/gluon_compile_sm90.py"), "--bwd",
-                                  "--d", "64", "--causal", "0", "--cfg", cfg, "--sass", tmp], capture_output=True,
-                                 text=True, timeout=600, cwd=root)
-            recs = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
-            assert recs and not recs[0].get("warnings") and "error" not in recs[0], (run.stdout[-2000:],
-                                                                                      run.stderr[-2000:])
+            rec, log = _offline_bwd_compile("--d", "64", "--causal", "0", "--cfg", cfg, "--sass", tmp)
+            assert rec and not rec.get("warnings") and "error" not in rec, log
             (listing,) = Path(tmp).glob("*.sass")
             lp = sass_loops.main_loop(listing.read_text())
         ops = [sass_loops.opcode(lp.instrs[k]) for k in lp.straight_path()]
